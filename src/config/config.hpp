@@ -1,0 +1,78 @@
+// The whole configuration of a run, as plain structs (nanoGPT style). A TOML file fills it
+// (config/load.hpp); every field has a sensible default, so a config file only names what it
+// changes. Section and key names here are the ones used in TOML: `[model] d_model = 128`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "config/options.hpp"
+
+namespace poslab {
+
+struct ModelConfig {
+  int vocab_size = 256;        // byte-level: every byte value is a symbol
+  int d_model = 128;           // d
+  int n_layers = 4;            // N
+  int n_heads = 4;             // H; d_head = d_model / n_heads
+  int d_inner = 512;           // feed-forward hidden size
+  std::string activation = "relu";  // "relu" (the papers) or "gelu"
+  bool pre_ln = false;         // false: post-LN as in Vaswani et al. and Transformer-XL
+  bool tie_embeddings = false; // output projection = token embedding^T
+  double init_std = 0.02;      // N(0, init_std) for weight matrices and tables
+};
+
+struct EncodingConfig {
+  std::string type = "none";   // a name from `poslab encodings`
+  Options options;             // that encoding's options, defaults filled in
+};
+
+struct MemoryConfig {
+  int mem_len = 0;                  // M: cached hidden states per layer (0 = no recurrence)
+  bool same_length = false;         // every query sees exactly mem_len keys
+  bool continue_positions = false;  // absolute encodings: positions keep counting across segments
+  bool half_loss = false;           // train only on the second half of each segment (Dai et al.)
+};
+
+struct DataConfig {
+  // A text file, or a directory whose plain-text files are concatenated in name order.
+  // Default: the fortunes of Debian's `fortunes` package.
+  std::string path = "/usr/share/games/fortunes";
+  double valid_fraction = 0.1;  // last fraction of the corpus is the validation split
+};
+
+struct TrainConfig {
+  int seq_len = 64;         // L: segment (target) length
+  int batch_size = 16;      // B: number of contiguous streams
+  int steps = 1000;
+  double lr = 1e-3;
+  double min_lr_ratio = 0.1;  // cosine decays to lr * min_lr_ratio
+  int warmup_steps = 100;     // linear warm-up from 0
+  double weight_decay = 0.01;
+  double beta1 = 0.9;
+  double beta2 = 0.99;
+  double eps = 1e-8;
+  double grad_clip = 1.0;     // global gradient norm; 0 = off
+  std::uint64_t seed = 1;
+  int log_every = 50;
+  int eval_every = 0;         // 0 = only at the end
+  int eval_batches = 32;      // validation batches per evaluation (0 = the whole split)
+  int threads = 0;            // BLAS/OpenMP threads, 0 = all cores
+};
+
+struct EvalConfig {
+  int seq_len = 0;   // 0 = train.seq_len
+  int mem_len = -1;  // -1 = memory.mem_len
+};
+
+struct Config {
+  ModelConfig model;
+  EncodingConfig encoding;
+  MemoryConfig memory;
+  DataConfig data;
+  TrainConfig train;
+  EvalConfig eval;
+  std::string out_dir = "runs/default";  // where `poslab train` writes the run
+};
+
+}  // namespace poslab

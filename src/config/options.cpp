@@ -1,0 +1,32 @@
+#include "config/options.hpp"
+
+#include <sstream>
+
+namespace poslab {
+
+std::string option_to_string(const OptionValue& v) {
+  std::ostringstream out;
+  std::visit(
+      [&](const auto& x) {
+        using X = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<X, bool>)
+          out << (x ? "true" : "false");
+        else if constexpr (std::is_same_v<X, std::string>)
+          out << '"' << x << '"';
+        else
+          out << x;
+      },
+      v);
+  return out.str();
+}
+
+std::string option_type_name(const OptionValue& v) {
+  switch (v.index()) {
+    case 0: return "boolean";
+    case 1: return "integer";
+    case 2: return "float";
+    default: return "string";
+  }
+}
+
+}  // namespace poslab

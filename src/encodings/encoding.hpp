@@ -1,0 +1,108 @@
+// The positional-encoding interface: one class, four hooks, one for each place a scheme can act.
+//
+//   x_0 = E[tokens] + (a) PE(pos)                                 absolute: sinusoidal, learned
+//   q, k = (b) rotate(q, pos_q), rotate(k, pos_k)                 RoPE
+//   S_ij = scale * q_i . k_j + (c) extra_ij(q_i, k_j, pos_i, pos_j) Shaw a^K, Transformer-XL (b)-(d),
+//                                                                  T5 / ALiBi / KERPLE / FIRE biases
+//   z_i  = sum_j P_ij v_j     + (d) sum_j P_ij a^V_ij               Shaw a^V
+//
+// Every hook has its backward pass. The attention layer owns the content path (projections,
+// q.k, mask, softmax, P.v) and calls the hooks in that order; an encoding only overrides what it
+// uses. Hooks see whole-layer tensors so that an encoding can be efficient (one projection of a
+// distance table per layer instead of one per (query, key) pair).
+//
+// Tensor layouts (row-major, T = float for training, double for gradient checks):
+//   x      [B, L, d]           token embeddings of the current segment
+//   q      [B, L, H * d_h]     head h = columns [h*d_h, (h+1)*d_h)
+//   k, v   [B, K, H * d_h]     K = M + L keys: M memory rows, then the segment
+//   scores [B, H, L, K]        logits before the mask; masked cells may hold anything
+//   probs  [B, H, L, K]        softmax output, exactly 0 on masked cells
+//   ctx    [B, L, H * d_h]     attention output before the output projection
+// Gradients (dq, dk, dprobs, ...) have the shape of what they differentiate and are *accumulated*
+// (+=), as in llm.c.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/options.hpp"
+#include "core/arena.hpp"
+#include "core/rng.hpp"
+
+namespace poslab {
+
+// The sizes an encoding is built for.
+struct EncodingShape {
+  int d_model = 0;
+  int n_heads = 0;
+  int d_head = 0;
+  int n_layers = 0;
+};
+
+// Everything about one attention call that is not a tensor.
+struct AttentionGeometry {
+  int batch = 0;     // B
+  int q_len = 0;     // L
+  int mem_len = 0;   // M: memory rows in front of the segment (0 on the first segment)
+  int k_len = 0;     // K = M + L
+  int n_heads = 0;   // H
+  int d_head = 0;    // d_h
+  int window = 0;    // same_length: a query sees at most `window` keys (0 = unlimited)
+  // Positions of the queries [L] and the keys [K] (memory first). The same for every batch row.
+  // Relative schemes use only q_pos[i] - k_pos[j]; absolute ones read q_pos.
+  const std::int64_t* q_pos = nullptr;
+  const std::int64_t* k_pos = nullptr;
+
+  int d_model() const { return n_heads * d_head; }
+
+  // The attention mask (Transformer-XL, with memory): key j is visible to query i iff
+  // j <= i + M, and, with same_length, only the last `window` of those.
+  bool visible(int i, int j) const {
+    const int newest = i + mem_len;
+    return j <= newest && (window == 0 || newest - j < window);
+  }
+};
+
+template <class T>
+class Encoding {
+ public:
+  virtual ~Encoding() = default;
+
+  // Called once after the arena is allocated: initialise this encoding's parameters.
+  virtual void init(ParameterArena<T>& /*arena*/, Rng& /*rng*/) {}
+
+  // Scale of the content score q.k (1/sqrt(d_h) by default; DeBERTa uses 1/sqrt(3 d_h)).
+  virtual T score_scale(int d_head) const { return T(1) / std::sqrt(T(d_head)); }
+
+  // (a) x[B, L, d] += PE(q_pos)
+  virtual void embed_forward(const AttentionGeometry&, T* /*x*/) {}
+  virtual void embed_backward(const AttentionGeometry&, const T* /*dx*/) {}
+
+  // (b) rotate q and k in place; backward maps the gradients in place to the unrotated ones.
+  virtual bool has_qk_transform() const { return false; }
+  virtual void qk_forward(int /*layer*/, const AttentionGeometry&, T* /*q*/, T* /*k*/) {}
+  virtual void qk_backward(int /*layer*/, const AttentionGeometry&, T* /*dq*/, T* /*dk*/) {}
+
+  // (c) scores[B, H, L, K] += terms. `scale` is the content scale; the encoding decides whether
+  // its terms are scaled too (Shaw, Transformer-XL: yes; T5, ALiBi: no).
+  virtual bool has_score_terms() const { return false; }
+  virtual void scores_forward(int /*layer*/, const AttentionGeometry&, const T* /*q*/,
+                              const T* /*k*/, T /*scale*/, T* /*scores*/) {}
+  // dscores is exactly 0 on masked cells. Accumulates into dq, dk and the encoding's parameters.
+  virtual void scores_backward(int /*layer*/, const AttentionGeometry&, const T* /*q*/,
+                               const T* /*k*/, T /*scale*/, const T* /*dscores*/, T* /*dq*/,
+                               T* /*dk*/) {}
+
+  // (d) ctx[B, L, H*d_h] += sum_j probs_ij a_ij
+  virtual bool has_value_terms() const { return false; }
+  virtual void values_forward(int /*layer*/, const AttentionGeometry&, const T* /*probs*/,
+                              T* /*ctx*/) {}
+  // Accumulates into dprobs and the encoding's parameters.
+  virtual void values_backward(int /*layer*/, const AttentionGeometry&, const T* /*probs*/,
+                               const T* /*dctx*/, T* /*dprobs*/) {}
+};
+
+}  // namespace poslab

@@ -1,0 +1,31 @@
+#include "encodings/registry.hpp"
+
+namespace poslab {
+
+// Each encoding file defines one of these. To add an encoding: write src/encodings/NAME.cpp
+// with a NAME_encoding_info() and add it to the list below (see docs/ "Add your own encoding").
+EncodingInfo none_encoding_info();
+
+const std::vector<EncodingInfo>& registered_encodings() {
+  static const std::vector<EncodingInfo> all = {
+      none_encoding_info(),
+  };
+  return all;
+}
+
+const EncodingInfo* find_encoding(const std::string& name) {
+  for (const auto& e : registered_encodings())
+    if (e.name == name) return &e;
+  return nullptr;
+}
+
+std::string family_name(EncodingFamily f) {
+  switch (f) {
+    case EncodingFamily::none: return "none";
+    case EncodingFamily::absolute: return "absolute";
+    case EncodingFamily::relative: return "relative";
+  }
+  return "?";
+}
+
+}  // namespace poslab

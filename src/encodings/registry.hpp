@@ -1,0 +1,66 @@
+// Every encoding poslab knows, by name. Registering an encoding (one entry in registry.cpp) is
+// all it takes to make it selectable in configs, listed by `poslab encodings` and run through
+// the conformance tests in tests/test_conformance.cpp.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/options.hpp"
+#include "encodings/encoding.hpp"
+
+namespace poslab {
+
+// How an encoding treats positions; the conformance kit checks the matching property.
+enum class EncodingFamily {
+  none,      // no positional information: shift-invariant, and state reuse is exact
+  absolute,  // depends on absolute positions: not shift-invariant
+  relative,  // depends on i - j only: shift-invariant, and state reuse is exact
+};
+
+template <class T>
+using EncodingFactory = std::function<std::unique_ptr<Encoding<T>>(
+    const Options&, const EncodingShape&, ParameterArena<T>&)>;
+
+struct EncodingInfo {
+  std::string name;
+  EncodingFamily family;
+  std::string description;  // one line
+  std::string paper;        // e.g. "Shaw et al. 2018"
+  std::vector<OptionSpec> options;
+  EncodingFactory<float> make_float;
+  EncodingFactory<double> make_double;
+
+  template <class T>
+  std::unique_ptr<Encoding<T>> make(const Options& o, const EncodingShape& s,
+                                    ParameterArena<T>& arena) const {
+    if constexpr (std::is_same_v<T, float>)
+      return make_float(o, s, arena);
+    else
+      return make_double(o, s, arena);
+  }
+};
+
+const std::vector<EncodingInfo>& registered_encodings();
+// nullptr if there is no encoding of that name.
+const EncodingInfo* find_encoding(const std::string& name);
+std::string family_name(EncodingFamily f);
+
+// Builds the two factories of an encoding class template `E<T>` whose constructor is
+// E(const Options&, const EncodingShape&, ParameterArena<T>&).
+template <template <class> class E>
+EncodingFactory<float> factory_float() {
+  return [](const Options& o, const EncodingShape& s, ParameterArena<float>& a) {
+    return std::unique_ptr<Encoding<float>>(new E<float>(o, s, a));
+  };
+}
+template <template <class> class E>
+EncodingFactory<double> factory_double() {
+  return [](const Options& o, const EncodingShape& s, ParameterArena<double>& a) {
+    return std::unique_ptr<Encoding<double>>(new E<double>(o, s, a));
+  };
+}
+
+}  // namespace poslab
