@@ -1,0 +1,154 @@
+// One transformer layer with segment-level recurrence (Transformer-XL, Dai et al. 2019).
+//
+// The layer keeps a memory of its own inputs from earlier segments, mem [B, M, d], and attends
+// over the concatenation [mem ; x]:
+//
+//   post-LN (Vaswani et al., Transformer-XL; the default)     pre-LN (option)
+//     c  = [mem ; x]                                            c  = LN_1([mem ; x])
+//     h  = LN_1(x + Attn(c))                                    h  = x + Attn(c)
+//     y  = LN_2(h + FFN(h))                                     y  = h + FFN(LN_2(h))
+//
+// After the forward pass the memory becomes the last mem_len rows of [mem ; x]. It is a copy,
+// so no gradient ever flows into it (stop-gradient, SG(.) in the paper).
+#pragma once
+
+#include <algorithm>
+#include <string>
+
+#include "core/buffer.hpp"
+#include "encodings/encoding.hpp"
+#include "nn/attention.hpp"
+#include "nn/feedforward.hpp"
+#include "nn/layernorm.hpp"
+
+namespace poslab {
+
+template <class T>
+class Block {
+ public:
+  Block(ParameterArena<T>& arena, int layer, int d_model, int n_heads, int d_inner,
+        Activation act, bool pre_ln)
+      : layer_(layer),
+        d_(d_model),
+        pre_ln_(pre_ln),
+        attn(arena, prefix(layer) + "attn.", d_model, n_heads),
+        ln_1(arena, prefix(layer) + "ln_1.", d_model),
+        ff(arena, prefix(layer) + "ff.", d_model, d_inner, act),
+        ln_2(arena, prefix(layer) + "ln_2.", d_model) {}
+
+  void init(Rng& rng, double std) {
+    attn.init(rng, std);
+    ff.init(rng, std);
+    ln_1.init();
+    ln_2.init();
+  }
+
+  // x [B, L, d] -> y [B, L, d]. g.mem_len must equal memory_rows().
+  void forward(const T* x, const AttentionGeometry& g, Encoding<T>& enc, T* y) {
+    const int B = g.batch, L = g.q_len, M = g.mem_len, K = g.k_len, d = d_;
+    const std::size_t sB = B, sL = L, sK = K, sd = d;
+    ensure_shape(cat_, {sB, sK, sd});
+    ensure_shape(a_, {sB, sL, sd});
+    ensure_shape(h_, {sB, sL, sd});
+    ensure_shape(f_, {sB, sL, sd});
+    // c = [mem ; x]
+    for (int b = 0; b < B; ++b) {
+      std::copy_n(mem_.data() + long(b) * M * d, long(M) * d, cat_.data() + long(b) * K * d);
+      std::copy_n(x + long(b) * L * d, long(L) * d, cat_.data() + (long(b) * K + M) * d);
+    }
+    if (!pre_ln_) {
+      ensure_shape(r1_, {sB, sL, sd});
+      ensure_shape(r2_, {sB, sL, sd});
+      attn.forward(cat_.data(), g, enc, layer_, a_.data());
+      add(x, a_.data(), r1_.data(), B * L * d);  // r1 = x + Attn(c)
+      ln_1.forward(r1_.data(), h_.data(), B * L);  // h = LN_1(r1)
+      ff.forward(h_.data(), f_.data(), B * L);
+      add(h_.data(), f_.data(), r2_.data(), B * L * d);  // r2 = h + FFN(h)
+      ln_2.forward(r2_.data(), y, B * L);                 // y = LN_2(r2)
+    } else {
+      ensure_shape(c_norm_, {sB, sK, sd});
+      ensure_shape(h_norm_, {sB, sL, sd});
+      ln_1.forward(cat_.data(), c_norm_.data(), B * K);  // c = LN_1([mem ; x])
+      attn.forward(c_norm_.data(), g, enc, layer_, a_.data());
+      add(x, a_.data(), h_.data(), B * L * d);  // h = x + Attn(c)
+      ln_2.forward(h_.data(), h_norm_.data(), B * L);
+      ff.forward(h_norm_.data(), f_.data(), B * L);
+      add(h_.data(), f_.data(), y, B * L * d);  // y = h + FFN(LN_2(h))
+    }
+  }
+
+  // dy [B, L, d] -> dx [B, L, d] (accumulated). Gradients of memory rows are dropped.
+  void backward(const T* dy, const AttentionGeometry& g, Encoding<T>& enc, T* dx) {
+    const int B = g.batch, L = g.q_len, M = g.mem_len, K = g.k_len, d = d_;
+    const std::size_t sB = B, sL = L, sK = K, sd = d;
+    ensure_zeros(dcat_, {sB, sK, sd});
+    if (!pre_ln_) {
+      ensure_zeros(dr2_, {sB, sL, sd});
+      ensure_zeros(dr1_, {sB, sL, sd});
+      ln_2.backward(dy, r2_.data(), dr2_.data(), B * L);
+      // r2 = h + FFN(h): dh = dr2 + FFN'(dr2), accumulated into dr2 itself.
+      ensure_shape(dh_, {sB, sL, sd});
+      std::copy(dr2_.begin(), dr2_.end(), dh_.begin());
+      ff.backward(dr2_.data(), h_.data(), dh_.data(), B * L);
+      ln_1.backward(dh_.data(), r1_.data(), dr1_.data(), B * L);
+      // r1 = x + Attn(c)
+      add_into(dx, dr1_.data(), B * L * d);
+      attn.backward(dr1_.data(), cat_.data(), g, enc, layer_, dcat_.data());
+    } else {
+      ensure_zeros(dh_norm_, {sB, sL, sd});
+      ensure_zeros(dc_norm_, {sB, sK, sd});
+      ensure_shape(dh_, {sB, sL, sd});
+      // y = h + FFN(LN_2(h))
+      std::copy_n(dy, long(B) * L * d, dh_.data());
+      ff.backward(dy, h_norm_.data(), dh_norm_.data(), B * L);
+      ln_2.backward(dh_norm_.data(), h_.data(), dh_.data(), B * L);
+      // h = x + Attn(LN_1([mem ; x]))
+      add_into(dx, dh_.data(), B * L * d);
+      attn.backward(dh_.data(), c_norm_.data(), g, enc, layer_, dc_norm_.data());
+      ln_1.backward(dc_norm_.data(), cat_.data(), dcat_.data(), B * K);
+    }
+    // The segment rows of dc flow into dx; the memory rows stop here.
+    for (int b = 0; b < B; ++b)
+      add_into(dx + long(b) * L * d, dcat_.data() + (long(b) * K + M) * d, L * d);
+  }
+
+  // mem <- last `mem_len` rows of [mem ; x] (the cat_ of the last forward pass).
+  void update_memory(int B, int K, int mem_len) {
+    const int new_rows = std::min(mem_len, K);
+    const std::size_t sB = B, sM = new_rows, sd = d_;
+    ensure_shape(next_mem_, {sB, sM, sd});
+    for (int b = 0; b < B; ++b)
+      std::copy_n(cat_.data() + (long(b) * K + (K - new_rows)) * d_, long(new_rows) * d_,
+                  next_mem_.data() + long(b) * new_rows * d_);
+    std::swap(mem_, next_mem_);
+  }
+  void reset_memory(int B) { mem_.resize({std::size_t(B), 0, std::size_t(d_)}); }
+  int memory_rows() const { return int(mem_.shape(1)); }
+  int memory_batch() const { return int(mem_.shape(0)); }
+  const xt::xtensor<T, 3>& memory() const { return mem_; }
+
+ private:
+  static std::string prefix(int layer) { return "layer" + std::to_string(layer) + "."; }
+  static void add(const T* a, const T* b, T* out, long n) {
+    for (long i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  }
+  static void add_into(T* out, const T* a, long n) {
+    for (long i = 0; i < n; ++i) out[i] += a[i];
+  }
+
+  int layer_, d_;
+  bool pre_ln_;
+
+ public:
+  Attention<T> attn;
+  LayerNorm<T> ln_1;
+  FeedForward<T> ff;
+  LayerNorm<T> ln_2;
+
+ private:
+  xt::xtensor<T, 3> mem_{std::array<std::size_t, 3>{0, 0, 0}}, next_mem_;
+  xt::xtensor<T, 3> cat_, a_, h_, f_, r1_, r2_, c_norm_, h_norm_;
+  xt::xtensor<T, 3> dcat_, dr1_, dr2_, dh_, dh_norm_, dc_norm_;
+};
+
+}  // namespace poslab

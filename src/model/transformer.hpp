@@ -1,0 +1,202 @@
+// The language model: token embedding, a positional encoding, N blocks with memory, and a
+// softmax output layer.
+//
+//   x_0 = sqrt(d) * E[tokens]  (+ PE(pos) for absolute encodings: hook (a))     [B, L, d]
+//   x_{n+1} = Block_n(x_n, mem_n)                                               [B, L, d]
+//   logits = x_N W_out + b_out   (W_out = E^T when tied; LN_f(x_N) with pre-LN)  [B, L, V]
+//   loss = weighted mean of -log softmax(logits)[target]
+//
+// Positions. A segment's queries sit at positions offset + 0..L-1 and its keys, memory first, at
+// offset - M .. offset + L - 1. By default offset = 0 for every segment: absolute encodings
+// restart at 0 on every segment, which is exactly the failure case of state reuse that
+// Transformer-XL describes; relative encodings only see i - j and do not care.
+// memory.continue_positions passes the stream position as offset instead.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "config/config.hpp"
+#include "core/arena.hpp"
+#include "core/buffer.hpp"
+#include "encodings/registry.hpp"
+#include "model/block.hpp"
+#include "nn/cross_entropy.hpp"
+#include "nn/embedding.hpp"
+
+namespace poslab {
+
+template <class T>
+class TransformerLM {
+ public:
+  TransformerLM(const ModelConfig& model, const EncodingConfig& encoding,
+                const MemoryConfig& memory)
+      : cfg_(model), memory_cfg_(memory) {
+    const std::size_t V = model.vocab_size, d = model.d_model;
+    if (model.d_model % model.n_heads != 0)
+      throw std::invalid_argument("model.d_model must be divisible by model.n_heads");
+    E_ = arena_.add("embedding", {V, d});
+    const auto* info = find_encoding(encoding.type);
+    if (!info) throw std::invalid_argument("unknown encoding '" + encoding.type + "'");
+    const EncodingShape shape{model.d_model, model.n_heads, model.d_model / model.n_heads,
+                              model.n_layers};
+    Options options = Options::defaults(info->options);
+    for (const auto& [k, v] : encoding.options.values()) options.set(k, v);
+    encoding_ = info->make<T>(options, shape, arena_);
+    const Activation act = activation_from_name(model.activation);
+    for (int n = 0; n < model.n_layers; ++n)
+      blocks_.push_back(std::make_unique<Block<T>>(arena_, n, model.d_model, model.n_heads,
+                                                   model.d_inner, act, model.pre_ln));
+    if (model.pre_ln) ln_f_ = std::make_unique<LayerNorm<T>>(arena_, "ln_f.", model.d_model);
+    if (!model.tie_embeddings) W_out_ = arena_.add("output.W", {d, V});
+    b_out_ = arena_.add("output.b", {V}, false);
+    arena_.allocate();
+  }
+
+  // Seeded initialisation: N(0, init_std) for matrices and tables, LN gains 1, biases 0.
+  void init(std::uint64_t seed) {
+    Rng rng(seed);
+    const double std = cfg_.init_std;
+    auto normal = [&](Param p) {
+      T* w = arena_.value(p);
+      for (std::size_t i = 0; i < p.size; ++i) w[i] = T(rng.normal(0.0, std));
+    };
+    normal(E_);
+    for (auto& b : blocks_) b->init(rng, std);
+    if (ln_f_) ln_f_->init();
+    if (!cfg_.tie_embeddings) normal(W_out_);
+    encoding_->init(arena_, rng);
+  }
+
+  // Runs one segment. tokens, targets [B, L]; weights [B, L] or nullptr (all 1).
+  // position_offset: see the top of this file. With memory enabled, the memory of the previous
+  // call is used and (if update_memory) replaced. Returns the weighted mean loss.
+  double forward(const std::int32_t* tokens, const std::int32_t* targets, const T* weights, int B,
+                 int L, std::int64_t position_offset = 0, bool update_memory = true) {
+    const int d = cfg_.d_model, V = cfg_.vocab_size;
+    if (blocks_.empty() || blocks_[0]->memory_batch() != B) reset_memory(B);
+    const int M = blocks_.empty() ? 0 : blocks_[0]->memory_rows();
+    set_geometry(B, L, M, position_offset);
+    const std::size_t sB = B, sL = L, sd = d;
+    ensure_shape(x_, {std::size_t(cfg_.n_layers + 1), sB * sL, sd});
+    tokens_.assign(tokens, tokens + long(B) * L);
+
+    // x_0 = sqrt(d) E[tokens] + (a) PE
+    T* x0 = layer_input(0);
+    embedding_forward<T>(tokens, arena_.value(E_), x0, B * L, d, embed_scale());
+    encoding_->embed_forward(geometry_, x0);
+    for (int n = 0; n < cfg_.n_layers; ++n)
+      blocks_[n]->forward(layer_input(n), geometry_, *encoding_, layer_input(n + 1));
+    if (update_memory && memory_cfg_.mem_len > 0)
+      for (auto& b : blocks_) b->update_memory(B, geometry_.k_len, memory_cfg_.mem_len);
+
+    // Output layer and loss.
+    const T* top = layer_input(cfg_.n_layers);
+    if (ln_f_) {
+      ensure_shape(final_, {sB * sL, sd});
+      ln_f_->forward(top, final_.data(), B * L);
+      top = final_.data();
+    }
+    ensure_shape(logits_, {sB * sL, std::size_t(V)});
+    ensure_shape(dlogits_, {sB * sL, std::size_t(V)});
+    ensure_shape(token_loss_, {sB * sL});
+    if (cfg_.tie_embeddings)
+      gemm<T>(Trans::No, Trans::Yes, B * L, V, d, T(1), top, d, arena_.value(E_), d, T(0),
+              logits_.data(), V);
+    else
+      gemm<T>(Trans::No, Trans::No, B * L, V, d, T(1), top, d, arena_.value(W_out_), V, T(0),
+              logits_.data(), V);
+    const T* b_out = arena_.value(b_out_);
+    for (long n = 0; n < long(B) * L; ++n)
+      for (int v = 0; v < V; ++v) logits_.data()[n * V + v] += b_out[v];
+    return cross_entropy_forward_backward<T>(logits_.data(), targets, weights, dlogits_.data(),
+                                             token_loss_.data(), B * L, V);
+  }
+
+  // Gradients of the last forward's loss, accumulated into the arena's gradients.
+  void backward() {
+    const int B = geometry_.batch, L = geometry_.q_len, d = cfg_.d_model, V = cfg_.vocab_size;
+    const int N = B * L;
+    const std::size_t sN = N, sd = d;
+    ensure_shape(dx_, {std::size_t(cfg_.n_layers + 1), sN, sd});
+    std::fill(dx_.begin(), dx_.end(), T(0));
+    T* dtop = dlayer(cfg_.n_layers);
+    const T* top = ln_f_ ? final_.data() : layer_input(cfg_.n_layers);
+    if (ln_f_) ensure_zeros(dfinal_, {sN, sd});
+    T* dtop_pre = ln_f_ ? dfinal_.data() : dtop;
+    // logits = top W_out + b  (or top E^T + b)
+    if (cfg_.tie_embeddings) {
+      gemm<T>(Trans::No, Trans::No, N, d, V, T(1), dlogits_.data(), V, arena_.value(E_), d, T(1),
+              dtop_pre, d);
+      gemm<T>(Trans::Yes, Trans::No, V, d, N, T(1), dlogits_.data(), V, top, d, T(1),
+              arena_.grad(E_), d);
+      T* db = arena_.grad(b_out_);
+      for (long n = 0; n < N; ++n)
+        for (int v = 0; v < V; ++v) db[v] += dlogits_.data()[n * V + v];
+    } else {
+      linear_backward<T>(dlogits_.data(), top, arena_.value(W_out_), dtop_pre,
+                         arena_.grad(W_out_), arena_.grad(b_out_), N, d, V);
+    }
+    if (ln_f_) ln_f_->backward(dfinal_.data(), layer_input(cfg_.n_layers), dtop, N);
+    for (int n = cfg_.n_layers - 1; n >= 0; --n)
+      blocks_[n]->backward(dlayer(n + 1), geometry_, *encoding_, dlayer(n));
+    encoding_->embed_backward(geometry_, dlayer(0));
+    embedding_backward<T>(tokens_.data(), dlayer(0), arena_.grad(E_), N, d, embed_scale());
+  }
+
+  void reset_memory(int B = 0) {
+    for (auto& b : blocks_) b->reset_memory(B);
+  }
+  // Memory length used from now on (evaluation may use another one than training).
+  void set_mem_len(int mem_len) { memory_cfg_.mem_len = mem_len; }
+  int mem_len() const { return memory_cfg_.mem_len; }
+  int memory_rows() const { return blocks_.empty() ? 0 : blocks_[0]->memory_rows(); }
+
+  ParameterArena<T>& arena() { return arena_; }
+  const ParameterArena<T>& arena() const { return arena_; }
+  Encoding<T>& encoding() { return *encoding_; }
+  Block<T>& block(int n) { return *blocks_[n]; }
+  const ModelConfig& config() const { return cfg_; }
+  const AttentionGeometry& geometry() const { return geometry_; }
+  // Of the last forward pass: logits [B*L, V], per-token loss [B*L], hidden states [B*L, d].
+  const xt::xtensor<T, 2>& logits() const { return logits_; }
+  const xt::xtensor<T, 1>& token_loss() const { return token_loss_; }
+  const T* hidden(int n) const { return x_.data() + long(n) * x_.shape(1) * x_.shape(2); }
+
+ private:
+  T embed_scale() const { return std::sqrt(T(cfg_.d_model)); }
+  T* layer_input(int n) { return x_.data() + long(n) * x_.shape(1) * x_.shape(2); }
+  T* dlayer(int n) { return dx_.data() + long(n) * dx_.shape(1) * dx_.shape(2); }
+
+  void set_geometry(int B, int L, int M, std::int64_t offset) {
+    const std::int64_t shift = memory_cfg_.continue_positions ? offset : 0;
+    q_pos_.resize(L);
+    k_pos_.resize(M + L);
+    std::iota(q_pos_.begin(), q_pos_.end(), shift);
+    std::iota(k_pos_.begin(), k_pos_.end(), shift - M);
+    geometry_ = AttentionGeometry{B, L, M, M + L, cfg_.n_heads, cfg_.d_model / cfg_.n_heads,
+                                  memory_cfg_.same_length ? memory_cfg_.mem_len : 0,
+                                  q_pos_.data(), k_pos_.data()};
+  }
+
+  ModelConfig cfg_;
+  MemoryConfig memory_cfg_;
+  ParameterArena<T> arena_;
+  Param E_, W_out_, b_out_;
+  std::unique_ptr<Encoding<T>> encoding_;
+  std::vector<std::unique_ptr<Block<T>>> blocks_;
+  std::unique_ptr<LayerNorm<T>> ln_f_;
+
+  AttentionGeometry geometry_;
+  std::vector<std::int64_t> q_pos_, k_pos_;
+  std::vector<std::int32_t> tokens_;
+  xt::xtensor<T, 3> x_, dx_;
+  xt::xtensor<T, 2> final_, dfinal_, logits_, dlogits_;
+  xt::xtensor<T, 1> token_loss_;
+};
+
+}  // namespace poslab

@@ -1,0 +1,48 @@
+// Softmax cross-entropy with a weight per token.
+//
+//   p_t = softmax(logits_t)     loss = sum_t w_t * (-log p_t[y_t]) / sum_t w_t
+//
+// The weights let a task score only its answer tokens (w = 0 elsewhere) and implement
+// Transformer-XL's "half loss" (w = 0 on the first half of each segment). The backward pass is
+//   dlogits_t = w_t / sum(w) * (p_t - onehot(y_t)),
+// computed in the same sweep, written over `probs` so no extra buffer is needed.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+namespace poslab {
+
+// logits [N, V]; targets, weights [N] (weights == nullptr: all 1).
+// Writes dlogits [N, V] (the gradient of the returned mean loss) and per-token losses [N]
+// (token_loss may be nullptr). Returns the weighted mean loss.
+template <class T>
+double cross_entropy_forward_backward(const T* logits, const std::int32_t* targets,
+                                      const T* weights, T* dlogits, T* token_loss, int N, int V) {
+  double weight_sum = 0;
+  for (int n = 0; n < N; ++n) weight_sum += weights ? double(weights[n]) : 1.0;
+  if (weight_sum <= 0) weight_sum = 1;  // nothing scored: loss 0 and zero gradient
+  double total = 0;
+#pragma omp parallel for schedule(static) reduction(+ : total)
+  for (int n = 0; n < N; ++n) {
+    const T* z = logits + static_cast<long>(n) * V;
+    T* dz = dlogits + static_cast<long>(n) * V;
+    T zmax = z[0];
+    for (int v = 1; v < V; ++v) zmax = z[v] > zmax ? z[v] : zmax;
+    T sum = 0;
+    for (int v = 0; v < V; ++v) {
+      dz[v] = std::exp(z[v] - zmax);
+      sum += dz[v];
+    }
+    const T w = weights ? weights[n] : T(1);
+    const T nll = std::log(sum) - (z[targets[n]] - zmax);
+    if (token_loss) token_loss[n] = nll;
+    total += double(w) * double(nll);
+    const T scale = w / T(weight_sum);
+    for (int v = 0; v < V; ++v) dz[v] = dz[v] / sum * scale;
+    dz[targets[n]] -= scale;
+  }
+  return total / weight_sum;
+}
+
+}  // namespace poslab
