@@ -77,6 +77,10 @@ class Encoding {
   // Scale of the content score q.k (1/sqrt(d_h) by default; DeBERTa uses 1/sqrt(3 d_h)).
   virtual T score_scale(int d_head) const { return T(1) / std::sqrt(T(d_head)); }
 
+  // Whether the attention computes the content term q.k at all (Transformer-XL's term (a);
+  // switched off only for its ablation).
+  virtual bool has_content_term() const { return true; }
+
   // (a) x[B, L, d] += PE(q_pos)
   virtual void embed_forward(const AttentionGeometry&, T* /*x*/) {}
   virtual void embed_backward(const AttentionGeometry&, const T* /*dx*/) {}

@@ -67,12 +67,13 @@ class Attention {
 
     // (a) of the score: content term, S = scale * q_h k_h^T, one BLAS call per (b, h).
     scale_ = enc.score_scale(dh_);
+    content_ = enc.has_content_term();
     T* S = probs_.data();
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H_; ++bh) {
       const int b = bh / H_, h = bh % H_;
-      gemm<T>(Trans::No, Trans::Yes, L, K, dh_, scale_, q_head(b, h), d, k_head(b, h), d, T(0),
-              S + long(bh) * L * K, K);
+      gemm<T>(Trans::No, Trans::Yes, L, K, dh_, content_ ? scale_ : T(0), q_head(b, h), d,
+              k_head(b, h), d, T(0), S + long(bh) * L * K, K);
     }
     // (c) positional score terms.
     if (enc.has_score_terms()) enc.scores_forward(layer, g, q_.data(), k_.data(), scale_, S);
@@ -128,9 +129,10 @@ class Attention {
         for (int j = 0; j < K; ++j) dp[j] = p[j] * (dp[j] - dot);
       }
       // Content score S = scale * q k^T:  dq_h = scale * dS k_h,  dk_h = scale * dS^T q_h.
-      gemm<T>(Trans::No, Trans::No, L, dh_, K, scale_, dP, K, k_head(b, h), d, T(0),
+      const T content_scale = content_ ? scale_ : T(0);
+      gemm<T>(Trans::No, Trans::No, L, dh_, K, content_scale, dP, K, k_head(b, h), d, T(0),
               dq_.data() + long(b) * L * d + h * dh_, d);
-      gemm<T>(Trans::Yes, Trans::No, K, dh_, L, scale_, dP, K, q_head(b, h), d, T(0),
+      gemm<T>(Trans::Yes, Trans::No, K, dh_, L, content_scale, dP, K, q_head(b, h), d, T(0),
               dk_.data() + long(b) * K * d + h * dh_, d);
     }
     // (c) positional score terms, then (b) the rotation, backwards.
@@ -194,6 +196,7 @@ class Attention {
   ParameterArena<T>& arena_;
   int d_, H_, dh_;
   T scale_ = 1;
+  bool content_ = true;
   xt::xtensor<T, 3> q_, k_, v_, ctx_, dq_, dk_, dv_, dctx_;
   xt::xtensor<T, 4> probs_, dprobs_;
 };
