@@ -5,10 +5,14 @@ namespace poslab {
 // Each encoding file defines one of these. To add an encoding: write src/encodings/NAME.cpp
 // with a NAME_encoding_info() and add it to the list below (see docs/ "Add your own encoding").
 EncodingInfo none_encoding_info();
+EncodingInfo sinusoidal_encoding_info();
+EncodingInfo learned_encoding_info();
 
 const std::vector<EncodingInfo>& registered_encodings() {
   static const std::vector<EncodingInfo> all = {
       none_encoding_info(),
+      sinusoidal_encoding_info(),
+      learned_encoding_info(),
   };
   return all;
 }

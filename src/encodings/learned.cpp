@@ -1,0 +1,75 @@
+// Learned absolute encoding (Gehring et al. 2017; GPT, BERT), hook (a):
+//
+//   x_0[b, i] = sqrt(d) E[token] + U[pos_i],   U [max_len, d] learned, init N(0, init_std)
+//
+// A table row exists only for positions 0..max_len-1: a longer sequence (or continued positions
+// under recurrence) is an error, reported with the position and the table size, never silently
+// clamped. Backward: dU[pos_i] += sum over the batch of dx_0[b, i].
+#include <stdexcept>
+#include <string>
+
+#include "encodings/registry.hpp"
+
+namespace poslab {
+
+namespace {
+template <class T>
+class Learned : public Encoding<T> {
+ public:
+  Learned(const Options& o, const EncodingShape& s, ParameterArena<T>& arena)
+      : arena_(arena),
+        d_(s.d_model),
+        max_len_(int(o.get_int("max_len"))),
+        init_std_(o.get_double("init_std")) {
+    U_ = arena.add("learned.U", {std::size_t(max_len_), std::size_t(d_)}, false);
+  }
+
+  void init(ParameterArena<T>& arena, Rng& rng) override {
+    T* u = arena.value(U_);
+    for (std::size_t n = 0; n < U_.size; ++n) u[n] = T(rng.normal(0.0, init_std_));
+  }
+
+  void embed_forward(const AttentionGeometry& g, T* x) override {
+    const T* U = arena_.value(U_);
+    for (int i = 0; i < g.q_len; ++i) {
+      const std::int64_t pos = g.q_pos[i];
+      if (pos < 0 || pos >= max_len_)
+        throw std::out_of_range(
+            "encoding 'learned': position " + std::to_string(pos) +
+            " has no row in its table of max_len = " + std::to_string(max_len_) +
+            " positions; raise encoding.max_len or evaluate on shorter sequences");
+      for (int b = 0; b < g.batch; ++b) {
+        T* row = x + (long(b) * g.q_len + i) * d_;
+        for (int c = 0; c < d_; ++c) row[c] += U[pos * d_ + c];
+      }
+    }
+  }
+
+  void embed_backward(const AttentionGeometry& g, const T* dx) override {
+    T* dU = arena_.grad(U_);
+    for (int i = 0; i < g.q_len; ++i)
+      for (int b = 0; b < g.batch; ++b) {
+        const T* row = dx + (long(b) * g.q_len + i) * d_;
+        for (int c = 0; c < d_; ++c) dU[g.q_pos[i] * d_ + c] += row[c];
+      }
+  }
+
+ private:
+  ParameterArena<T>& arena_;
+  int d_, max_len_;
+  double init_std_;
+  Param U_;
+};
+}  // namespace
+
+EncodingInfo learned_encoding_info() {
+  return {"learned", EncodingFamily::absolute,
+          "absolute: a learned vector per position added to the token embeddings",
+          "Gehring et al. 2017; Radford et al. 2018",
+          {{"max_len", std::int64_t(1024), "number of positions in the table (0..max_len-1)", 1,
+            1 << 20},
+           {"init_std", 0.02, "std of the N(0, std) initialisation", 0, 10}},
+          factory_float<Learned>(), factory_double<Learned>()};
+}
+
+}  // namespace poslab
