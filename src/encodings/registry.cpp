@@ -7,12 +7,14 @@ namespace poslab {
 EncodingInfo none_encoding_info();
 EncodingInfo sinusoidal_encoding_info();
 EncodingInfo learned_encoding_info();
+EncodingInfo shaw_encoding_info();
 
 const std::vector<EncodingInfo>& registered_encodings() {
   static const std::vector<EncodingInfo> all = {
       none_encoding_info(),
       sinusoidal_encoding_info(),
       learned_encoding_info(),
+      shaw_encoding_info(),
   };
   return all;
 }

@@ -1,0 +1,412 @@
+// Relative position representations: Shaw, Uszkoreit & Vaswani (2018), "Self-Attention with
+// Relative Position Representations", NAACL.
+//
+// The idea: instead of adding a position vector to the input, tell every (query, key) pair how
+// far apart they are. Each pair (i, j) gets two learned vectors, one added to the key and one
+// to the value (paper, eqs. 3 and 4; d_z = d_h, one head):
+//
+//   e_ij  = q_i . (k_j + a^K_ij) * scale                   scale = 1/sqrt(d_h), both terms
+//   z_i   = sum_j alpha_ij (v_j + a^V_ij)                  alpha = softmax_j(e)
+//
+// and the vectors depend only on the clipped distance between the two positions:
+//
+//   a^K_ij = w^K[clip(j - i, k)]     a^V_ij = w^V[clip(j - i, k)]     clip(x, k) = max(-k, min(k, x))
+//
+// The clip distance k (option `clip_k`) is the furthest distance the model can tell apart: all
+// keys k or more positions back share one vector. The paper finds almost nothing to gain past
+// k = 2 on translation (BLEU 12.5 at k = 0, i.e. no position information at all, 25.8 at k = 2).
+//
+// Causal models only ever look back, j - i <= 0, so of the paper's 2k + 1 vectors we store the
+// k + 1 that can be used, indexed by the *label*
+//
+//   dist_ij  = q_pos[i] - k_pos[j]   (>= 0 on every visible cell)
+//   label_ij = min(dist_ij, k)       row 0 = "same position", ..., row k = "k or more back".
+//
+// Distances come from positions, not from array indices, so memory rows (Transformer-XL) and
+// any position offset are handled for free, and shifting every position leaves the output
+// unchanged: the encoding is relative. Masked cells (!g.visible(i, j)) are skipped everywhere;
+// their distance may be negative and must never index a table.
+//
+// Parameters, per layer: w^K and w^V, each [k+1, d_h] shared by the heads (the paper's setup and
+// tensor2tensor's), or [H, k+1, d_h] with `per_head`. Option `keys` / `values` switch either
+// table off (the paper's ablation: keys matter more than values).
+//
+// How to compute it. The textbook way (option `naive`, kept as the reference the tests compare
+// against) builds a^K_ij for every pair: O(B H L K d_h) work, and an [L, K, d_h] tensor if it is
+// materialised. The efficient way notices that a^K_ij takes only k + 1 distinct values, so the
+// term splits into a small matmul and a gather:
+//
+//   G[i, l]      = scale * q_i . w^K[l]                    [L, k+1]  one gemm, no [L, K, d_h]
+//   e_ij        += G[i, label_ij]                          gather
+//
+// and the value term into a bucketing and a small matmul:
+//
+//   Pb[i, l]     = sum_{j : label_ij = l} alpha_ij         [L, k+1]  bucket the weights
+//   z_i         += sum_l Pb[i, l] w^V[l]                   [L, d_h]  one gemm
+//
+// That is O(L (k+1) d_h) multiply-adds plus O(L K) for the gather, instead of O(L K d_h).
+// Backward runs the same steps in reverse: scatter dS into dG by label, then two gemms (dq and
+// dw^K); for values, dPb = dz w^V^T, gather it back into dP, and dw^V += Pb^T dz.
+//
+// A table shared by the heads sees q (and ctx) [B, L, H*d_h] as one matrix [B*L*H, d_h], so each
+// of those gemms is a single BLAS call for the whole layer; a per-head table sees head h as the
+// column slice [B*L, d_h] with leading dimension H*d_h, one call per head. The small matrices G,
+// Pb are laid out [B*L*H, k+1] (row = (b*L + i)*H + h) so that both views work on them.
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/blas.hpp"
+#include "core/buffer.hpp"
+#include "encodings/registry.hpp"
+
+namespace poslab {
+
+namespace {
+
+// label = min(q_pos - k_pos, k) for a visible cell. A visible key in the future of its query
+// would mean the positions and the causal mask disagree: refuse rather than guess.
+inline int relative_label(std::int64_t dist, int clip_k) {
+  if (dist < 0)
+    throw std::invalid_argument(
+        "shaw: a visible key has a larger position than its query (positions must follow the "
+        "causal mask)");
+  return dist < clip_k ? int(dist) : clip_k;
+}
+
+template <class T>
+class Shaw : public Encoding<T> {
+ public:
+  Shaw(const Options& o, const EncodingShape& s, ParameterArena<T>& arena)
+      : arena_(arena),
+        H_(s.n_heads),
+        dh_(s.d_head),
+        n_layers_(s.n_layers),
+        k_(int(o.get_int("clip_k"))),
+        keys_(o.get_bool("keys")),
+        values_(o.get_bool("values")),
+        per_head_(o.get_bool("per_head")),
+        naive_(o.get_bool("naive")),
+        init_std_(o.get_double("init_std")) {
+    if (o.get_int("clip_k") < 0) throw std::invalid_argument("shaw: clip_k must be >= 0");
+    if (H_ <= 0 || dh_ <= 0) throw std::invalid_argument("shaw: needs n_heads, d_head > 0");
+    // One w^K and one w^V per layer: [k+1, d_h], or [H, k+1, d_h] per head. No weight decay.
+    std::vector<std::size_t> shape = {std::size_t(k_ + 1), std::size_t(dh_)};
+    if (per_head_) shape.insert(shape.begin(), std::size_t(H_));
+    for (int n = 0; n < s.n_layers; ++n) {
+      const std::string prefix = "layer" + std::to_string(n) + ".shaw.";
+      if (keys_) w_K_.push_back(arena.add(prefix + "w_K", shape, false));
+      if (values_) w_V_.push_back(arena.add(prefix + "w_V", shape, false));
+    }
+  }
+
+  void init(ParameterArena<T>& arena, Rng& rng) override {
+    for (const auto* tables : {&w_K_, &w_V_})
+      for (Param p : *tables) {
+        T* w = arena.value(p);
+        for (std::size_t i = 0; i < p.size; ++i) w[i] = T(rng.normal(0.0, init_std_));
+      }
+  }
+
+  bool has_score_terms() const override { return keys_; }
+  bool has_value_terms() const override { return values_; }
+
+  // ---------------------------------------------------------------- keys: e_ij += q_i . a^K_ij
+  void scores_forward(int layer, const AttentionGeometry& g, const T* q, const T* /*k*/,
+                      T scale, T* scores) override {
+    check(layer, g);
+    if (naive_) return naive_scores_forward(layer, g, q, scale, scores);
+    const int used = compute_labels(g);  // table rows actually reached: min(k, max dist) + 1
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const View v = view(B * L, used);
+    ensure_shape(G_, {std::size_t(B) * L * H, std::size_t(used)});
+
+    // G = scale * q w^K^T      [B*L*H, used] = [B*L*H, d_h] . [d_h, used]   (or per head)
+    for (int t = 0; t < v.groups; ++t)
+      gemm<T>(Trans::No, Trans::Yes, v.rows, used, dh_, scale, q + t * dh_, v.ld_x,
+              table(w_K_[layer], t), dh_, T(0), G_.data() + t * used, v.ld_g);
+
+    // scores[b, h, i, j] += G[(b L + i) H + h, label_ij]      (visible cells only)
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; ++bh) {
+      const int b = bh / H, h = bh % H;
+      for (int i = 0; i < L; ++i) {
+        const T* Gi = G_.data() + (long(b * L + i) * H + h) * used;
+        const int* lab = labels_.data() + long(i) * K;
+        T* s = scores + (long(bh) * L + i) * K;
+        for (int j = 0; j < K; ++j)
+          if (lab[j] >= 0) s[j] += Gi[lab[j]];
+      }
+    }
+  }
+
+  void scores_backward(int layer, const AttentionGeometry& g, const T* q, const T* /*k*/,
+                       T scale, const T* dscores, T* dq, T* /*dk: a^K does not touch k*/) override {
+    check(layer, g);
+    if (naive_) return naive_scores_backward(layer, g, q, scale, dscores, dq);
+    const int used = compute_labels(g);
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const View v = view(B * L, used);
+    ensure_zeros(G_, {std::size_t(B) * L * H, std::size_t(used)});  // holds dG here
+
+    // dG[(b L + i) H + h, label_ij] += dS[b, h, i, j]      (scatter; rows are disjoint per bh)
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; ++bh) {
+      const int b = bh / H, h = bh % H;
+      for (int i = 0; i < L; ++i) {
+        T* dGi = G_.data() + (long(b * L + i) * H + h) * used;
+        scatter_row(labels_.data() + long(i) * K, dscores + (long(bh) * L + i) * K, K, used,
+                    dGi);
+      }
+    }
+    // G = scale * q w^K^T:   dq += scale * dG w^K      [B*L*H, d_h] = [B*L*H, used] . [used, d_h]
+    //                        dw^K += scale * dG^T q    [used, d_h]  = [used, B*L*H] . [B*L*H, d_h]
+    // The groups run one after another: a shared table's gradient is one call, and a per-head
+    // table's calls write disjoint blocks, so nothing races.
+    for (int t = 0; t < v.groups; ++t) {
+      gemm<T>(Trans::No, Trans::No, v.rows, dh_, used, scale, G_.data() + t * used, v.ld_g,
+              table(w_K_[layer], t), dh_, T(1), dq + t * dh_, v.ld_x);
+      gemm<T>(Trans::Yes, Trans::No, used, dh_, v.rows, scale, G_.data() + t * used, v.ld_g,
+              q + t * dh_, v.ld_x, T(1), table_grad(w_K_[layer], t), dh_);
+    }
+  }
+
+  // -------------------------------------------------------- values: z_i += sum_j P_ij a^V_ij
+  void values_forward(int layer, const AttentionGeometry& g, const T* probs, T* ctx) override {
+    check(layer, g);
+    if (naive_) return naive_values_forward(layer, g, probs, ctx);
+    const int used = compute_labels(g);
+    const int B = g.batch, L = g.q_len;
+    const View v = view(B * L, used);
+    bucket_probs(g, probs, used);  // Pb [B*L*H, used]
+    // ctx += Pb w^V      [B*L*H, d_h] = [B*L*H, used] . [used, d_h]   (or per head)
+    for (int t = 0; t < v.groups; ++t)
+      gemm<T>(Trans::No, Trans::No, v.rows, dh_, used, T(1), Pb_.data() + t * used, v.ld_g,
+              table(w_V_[layer], t), dh_, T(1), ctx + t * dh_, v.ld_x);
+  }
+
+  void values_backward(int layer, const AttentionGeometry& g, const T* probs, const T* dctx,
+                       T* dprobs) override {
+    check(layer, g);
+    if (naive_) return naive_values_backward(layer, g, probs, dctx, dprobs);
+    const int used = compute_labels(g);
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const View v = view(B * L, used);
+    bucket_probs(g, probs, used);  // recomputed: cheaper than caching one per layer
+    ensure_shape(dPb_, {std::size_t(B) * L * H, std::size_t(used)});
+    for (int t = 0; t < v.groups; ++t) {
+      // dPb = dctx w^V^T     [B*L*H, used] = [B*L*H, d_h] . [d_h, used]
+      gemm<T>(Trans::No, Trans::Yes, v.rows, used, dh_, T(1), dctx + t * dh_, v.ld_x,
+              table(w_V_[layer], t), dh_, T(0), dPb_.data() + t * used, v.ld_g);
+      // dw^V += Pb^T dctx    [used, d_h] = [used, B*L*H] . [B*L*H, d_h]
+      gemm<T>(Trans::Yes, Trans::No, used, dh_, v.rows, T(1), Pb_.data() + t * used, v.ld_g,
+              dctx + t * dh_, v.ld_x, T(1), table_grad(w_V_[layer], t), dh_);
+    }
+    // dP[b, h, i, j] += dPb[(b L + i) H + h, label_ij]     (gather, visible cells only)
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; ++bh) {
+      const int b = bh / H, h = bh % H;
+      for (int i = 0; i < L; ++i) {
+        const T* dPbi = dPb_.data() + (long(b * L + i) * H + h) * used;
+        const int* lab = labels_.data() + long(i) * K;
+        T* dp = dprobs + (long(bh) * L + i) * K;
+        for (int j = 0; j < K; ++j)
+          if (lab[j] >= 0) dp[j] += dPbi[lab[j]];
+      }
+    }
+  }
+
+ private:
+  // How the gemms see the tensors. Shared table: one group, q/ctx as [B*L*H, d_h] (leading
+  // dimension d_h), G/Pb as [B*L*H, used]. Per-head table: H groups, head t is the column slice
+  // q[:, t*d_h : (t+1)*d_h] of [B*L, H*d_h] and G[:, t, :] of [B*L, H, used].
+  struct View {
+    int groups, rows, ld_x, ld_g;
+  };
+  View view(int BL, int used) const {
+    if (per_head_) return {H_, BL, H_ * dh_, H_ * used};
+    return {1, BL * H_, dh_, used};
+  }
+
+  // The table of group t (= head t with per_head, the only table otherwise): [k+1, d_h].
+  const T* table(Param p, int t) const { return arena_.value(p) + long(t) * (k_ + 1) * dh_; }
+  T* table_grad(Param p, int t) { return arena_.grad(p) + long(t) * (k_ + 1) * dh_; }
+
+  void check(int layer, const AttentionGeometry& g) const {
+    if (g.n_heads != H_ || g.d_head != dh_)
+      throw std::invalid_argument("shaw: geometry does not match the shape it was built for");
+    if (layer < 0 || layer >= n_layers_) throw std::out_of_range("shaw: no such layer");
+  }
+
+  // labels_[i, j] = min(q_pos[i] - k_pos[j], k) on visible cells, -1 on masked ones   [L, K]
+  // (the same for every batch row and head). Returns the number of table rows used, 1 + the
+  // largest label, so that the gemms skip rows no pair reaches (k larger than any distance).
+  int compute_labels(const AttentionGeometry& g) {
+    const int L = g.q_len, K = g.k_len;
+    labels_.resize(std::size_t(L) * K);
+    int top = 0;
+    for (int i = 0; i < L; ++i)
+      for (int j = 0; j < K; ++j) {
+        int& lab = labels_[std::size_t(i) * K + j];
+        lab = g.visible(i, j) ? relative_label(g.q_pos[i] - g.k_pos[j], k_) : -1;
+        top = std::max(top, lab);
+      }
+    return top + 1;
+  }
+
+  // row[label_j] += x[j] over the visible keys j of one query row. In a long row most keys sit
+  // in the clipped bucket k; that bucket is summed in a register, because adding into the same
+  // memory slot over and over makes every add wait for the previous store (about 3x slower).
+  void scatter_row(const int* lab, const T* x, int K, int used, T* row) const {
+    T far = 0;  // keys k or more positions back
+    for (int j = 0; j < K; ++j) {
+      const int l = lab[j];
+      if (l == k_)
+        far += x[j];
+      else if (l >= 0)
+        row[l] += x[j];
+    }
+    if (k_ < used) row[k_] += far;
+  }
+
+  // Pb[(b L + i) H + h, l] = sum_{j : label_ij = l} P[b, h, i, j]      [B*L*H, used]
+  void bucket_probs(const AttentionGeometry& g, const T* probs, int used) {
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    ensure_zeros(Pb_, {std::size_t(B) * L * H, std::size_t(used)});
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; ++bh) {
+      const int b = bh / H, h = bh % H;
+      for (int i = 0; i < L; ++i) {
+        T* Pbi = Pb_.data() + (long(b * L + i) * H + h) * used;
+        scatter_row(labels_.data() + long(i) * K, probs + (long(bh) * L + i) * K, K, used, Pbi);
+      }
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // The naive reference: the paper's equations pair by pair, a^K_ij and a^V_ij looked up for
+  // every visible (i, j). O(B H L K d_h); only for tests and for reading.
+  // ------------------------------------------------------------------------------------------
+
+  // e_ij += scale * q_i . a^K_ij
+  void naive_scores_forward(int layer, const AttentionGeometry& g, const T* q, T scale,
+                            T* scores) const {
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = H * dh_;
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h)
+        for (int i = 0; i < L; ++i)
+          for (int j = 0; j < K; ++j) {
+            if (!g.visible(i, j)) continue;
+            const T* aK = table(w_K_[layer], per_head_ ? h : 0) +
+                          long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_;
+            const T* qi = q + long(b * L + i) * d + h * dh_;
+            T e = 0;
+            for (int c = 0; c < dh_; ++c) e += qi[c] * aK[c];
+            scores[((long(b) * H + h) * L + i) * K + j] += scale * e;
+          }
+  }
+
+  // dq_i += scale * dS_ij a^K_ij,   da^K_ij += scale * dS_ij q_i
+  void naive_scores_backward(int layer, const AttentionGeometry& g, const T* q, T scale,
+                             const T* dscores, T* dq) {
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = H * dh_;
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h)
+        for (int i = 0; i < L; ++i)
+          for (int j = 0; j < K; ++j) {
+            if (!g.visible(i, j)) continue;
+            const long row = long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_;
+            const T* aK = table(w_K_[layer], per_head_ ? h : 0) + row;
+            T* daK = table_grad(w_K_[layer], per_head_ ? h : 0) + row;
+            const T ds = scale * dscores[((long(b) * H + h) * L + i) * K + j];
+            const long qi = long(b * L + i) * d + h * dh_;
+            for (int c = 0; c < dh_; ++c) {
+              dq[qi + c] += ds * aK[c];
+              daK[c] += ds * q[qi + c];
+            }
+          }
+  }
+
+  // z_i += sum_j P_ij a^V_ij
+  void naive_values_forward(int layer, const AttentionGeometry& g, const T* probs,
+                            T* ctx) const {
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = H * dh_;
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h)
+        for (int i = 0; i < L; ++i)
+          for (int j = 0; j < K; ++j) {
+            if (!g.visible(i, j)) continue;
+            const T* aV = table(w_V_[layer], per_head_ ? h : 0) +
+                          long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_;
+            const T p = probs[((long(b) * H + h) * L + i) * K + j];
+            T* zi = ctx + long(b * L + i) * d + h * dh_;
+            for (int c = 0; c < dh_; ++c) zi[c] += p * aV[c];
+          }
+  }
+
+  // dP_ij += dz_i . a^V_ij,   da^V_ij += P_ij dz_i
+  void naive_values_backward(int layer, const AttentionGeometry& g, const T* probs,
+                             const T* dctx, T* dprobs) {
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = H * dh_;
+    for (int b = 0; b < B; ++b)
+      for (int h = 0; h < H; ++h)
+        for (int i = 0; i < L; ++i)
+          for (int j = 0; j < K; ++j) {
+            if (!g.visible(i, j)) continue;
+            const long row = long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_;
+            const T* aV = table(w_V_[layer], per_head_ ? h : 0) + row;
+            T* daV = table_grad(w_V_[layer], per_head_ ? h : 0) + row;
+            const long cell = ((long(b) * H + h) * L + i) * K + j;
+            const T* dzi = dctx + long(b * L + i) * d + h * dh_;
+            T dp = 0;
+            for (int c = 0; c < dh_; ++c) {
+              dp += dzi[c] * aV[c];
+              daV[c] += probs[cell] * dzi[c];
+            }
+            dprobs[cell] += dp;
+          }
+  }
+
+  ParameterArena<T>& arena_;
+  int H_, dh_, n_layers_, k_;
+  bool keys_, values_, per_head_, naive_;
+  double init_std_;
+  std::vector<Param> w_K_, w_V_;  // one per layer (empty if that term is off)
+
+  // Work buffers, reshaped only when the geometry changes (nothing allocated in a training step
+  // after the first). They hold nothing between calls, so one set serves every layer.
+  std::vector<int> labels_;  // [L, K]
+  xt::xtensor<T, 2> G_;      // [B*L*H, used]: G in forward, dG in backward
+  xt::xtensor<T, 2> Pb_;     // [B*L*H, used]: bucketed attention weights
+  xt::xtensor<T, 2> dPb_;    // [B*L*H, used]
+};
+
+}  // namespace
+
+EncodingInfo shaw_encoding_info() {
+  return {"shaw",
+          EncodingFamily::relative,
+          "Relative position representations: learned vectors a^K, a^V per clipped distance, "
+          "added to keys and values",
+          "Shaw et al. 2018",
+          {
+              {"clip_k", std::int64_t(16),
+               "clip distance k: keys k or more positions back share one vector (k + 1 rows per "
+               "table in a causal model; the paper finds little gain past k = 2)",
+               0},
+              {"keys", true, "use a^K: add w^K[label] to the keys in the score (the paper's a^K_ij)"},
+              {"values", true, "use a^V: add w^V[label] to the values in the output (a^V_ij)"},
+              {"per_head", false,
+               "one table per head [H, k+1, d_h] instead of one per layer shared by the heads"},
+              {"naive", false,
+               "use the naive pair-by-pair reference implementation (slow; for tests)"},
+              {"init_std", 0.02, "standard deviation of the N(0, std) initialisation of the tables",
+               0},
+          },
+          factory_float<Shaw>(),
+          factory_double<Shaw>()};
+}
+
+}  // namespace poslab
