@@ -84,12 +84,12 @@ TEST_CASE("cross-entropy with token weights: gradient of the logits", "[grad][nn
   auto logits = random_vector(N * V, rng);
   std::vector<std::int32_t> targets = {0, 4, 2, 2, 1, 3};
   std::vector<double> weights = {1, 0, 1, 0.5, 0, 2};  // some tokens not scored
-  std::vector<double> dlogits(N * V), scratch(N * V);
+  std::vector<double> dlogits(N * V), scratch(N * V), token_loss(N);
   cross_entropy_forward_backward<double>(logits.data(), targets.data(), weights.data(),
-                                         dlogits.data(), nullptr, N, V);
+                                         dlogits.data(), token_loss.data(), N, V);
   auto loss = [&] {
     return cross_entropy_forward_backward<double>(logits.data(), targets.data(), weights.data(),
-                                                  scratch.data(), nullptr, N, V);
+                                                  scratch.data(), token_loss.data(), N, V);
   };
   require_gradient("logits", logits.data(), dlogits.data(), logits.size(), loss);
   // Unscored tokens get exactly zero gradient.

@@ -105,10 +105,10 @@ class TransformerLM {
     ensure_shape(dlogits_, {sB * sL, std::size_t(V)});
     ensure_shape(token_loss_, {sB * sL});
     if (cfg_.tie_embeddings)
-      gemm<T>(Trans::No, Trans::Yes, B * L, V, d, T(1), top, d, arena_.value(E_), d, T(0),
+      parallel_gemm<T>(Trans::No, Trans::Yes, B * L, V, d, T(1), top, d, arena_.value(E_), d, T(0),
               logits_.data(), V);
     else
-      gemm<T>(Trans::No, Trans::No, B * L, V, d, T(1), top, d, arena_.value(W_out_), V, T(0),
+      parallel_gemm<T>(Trans::No, Trans::No, B * L, V, d, T(1), top, d, arena_.value(W_out_), V, T(0),
               logits_.data(), V);
     const T* b_out = arena_.value(b_out_);
     for (long n = 0; n < long(B) * L; ++n)
@@ -130,9 +130,9 @@ class TransformerLM {
     T* dtop_pre = ln_f_ ? dfinal_.data() : dtop;
     // logits = top W_out + b  (or top E^T + b)
     if (cfg_.tie_embeddings) {
-      gemm<T>(Trans::No, Trans::No, N, d, V, T(1), dlogits_.data(), V, arena_.value(E_), d, T(1),
+      parallel_gemm<T>(Trans::No, Trans::No, N, d, V, T(1), dlogits_.data(), V, arena_.value(E_), d, T(1),
               dtop_pre, d);
-      gemm<T>(Trans::Yes, Trans::No, V, d, N, T(1), dlogits_.data(), V, top, d, T(1),
+      parallel_gemm<T>(Trans::Yes, Trans::No, V, d, N, T(1), dlogits_.data(), V, top, d, T(1),
               arena_.grad(E_), d);
       T* db = arena_.grad(b_out_);
       for (long n = 0; n < N; ++n)

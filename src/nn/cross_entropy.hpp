@@ -14,16 +14,16 @@
 namespace poslab {
 
 // logits [N, V]; targets, weights [N] (weights == nullptr: all 1).
-// Writes dlogits [N, V] (the gradient of the returned mean loss) and per-token losses [N]
-// (token_loss may be nullptr). Returns the weighted mean loss.
+// Writes dlogits [N, V] (the gradient of the returned mean loss) and the per-token losses
+// token_loss [N]. Returns the weighted mean loss, summed in token order so that it does not
+// depend on the number of threads (a bit-identical loss curve for the same seed).
 template <class T>
 double cross_entropy_forward_backward(const T* logits, const std::int32_t* targets,
                                       const T* weights, T* dlogits, T* token_loss, int N, int V) {
   double weight_sum = 0;
   for (int n = 0; n < N; ++n) weight_sum += weights ? double(weights[n]) : 1.0;
   if (weight_sum <= 0) weight_sum = 1;  // nothing scored: loss 0 and zero gradient
-  double total = 0;
-#pragma omp parallel for schedule(static) reduction(+ : total)
+#pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
     const T* z = logits + static_cast<long>(n) * V;
     T* dz = dlogits + static_cast<long>(n) * V;
@@ -36,12 +36,13 @@ double cross_entropy_forward_backward(const T* logits, const std::int32_t* targe
     }
     const T w = weights ? weights[n] : T(1);
     const T nll = std::log(sum) - (z[targets[n]] - zmax);
-    if (token_loss) token_loss[n] = nll;
-    total += double(w) * double(nll);
+    token_loss[n] = nll;
     const T scale = w / T(weight_sum);
     for (int v = 0; v < V; ++v) dz[v] = dz[v] / sum * scale;
     dz[targets[n]] -= scale;
   }
+  double total = 0;
+  for (int n = 0; n < N; ++n) total += (weights ? double(weights[n]) : 1.0) * token_loss[n];
   return total / weight_sum;
 }
 

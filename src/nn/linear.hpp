@@ -13,7 +13,7 @@ namespace poslab {
 
 template <class T>
 void linear_forward(const T* x, const T* W, const T* b, T* y, int N, int in, int out) {
-  gemm<T>(Trans::No, Trans::No, N, out, in, T(1), x, in, W, out, T(0), y, out);
+  parallel_gemm<T>(Trans::No, Trans::No, N, out, in, T(1), x, in, W, out, T(0), y, out);
   if (b == nullptr) return;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
@@ -26,8 +26,8 @@ void linear_forward(const T* x, const T* W, const T* b, T* y, int N, int in, int
 template <class T>
 void linear_backward(const T* dy, const T* x, const T* W, T* dx, T* dW, T* db, int N, int in,
                      int out) {
-  if (dx) gemm<T>(Trans::No, Trans::Yes, N, in, out, T(1), dy, out, W, out, T(1), dx, in);
-  if (dW) gemm<T>(Trans::Yes, Trans::No, in, out, N, T(1), x, in, dy, out, T(1), dW, out);
+  if (dx) parallel_gemm<T>(Trans::No, Trans::Yes, N, in, out, T(1), dy, out, W, out, T(1), dx, in);
+  if (dW) parallel_gemm<T>(Trans::Yes, Trans::No, in, out, N, T(1), x, in, dy, out, T(1), dW, out);
   if (db) {
     // A plain loop: several times faster than xt::sum over an axis (ENGINEERING.md).
     for (int n = 0; n < N; ++n) {
