@@ -1,0 +1,80 @@
+// `poslab bench`: training throughput at a given configuration, against what BLAS alone can do
+// on this machine.
+#include <omp.h>
+
+#include <chrono>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.hpp"
+#include "core/blas.hpp"
+#include "core/rng.hpp"
+#include "model/flops.hpp"
+#include "model/transformer.hpp"
+#include "train/train.hpp"
+
+namespace poslab {
+
+namespace {
+
+// GFLOP/s of a square sgemm of size n, the practical ceiling for dense work here.
+double measure_sgemm_gflops(int n, int repeats) {
+  std::vector<float> a(std::size_t(n) * n, 1.0f), b(a), c(a);
+  parallel_gemm<float>(Trans::No, Trans::No, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < repeats; ++r)
+    parallel_gemm<float>(Trans::No, Trans::No, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
+                n);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return 2.0 * n * n * n * repeats / s / 1e9;
+}
+
+}  // namespace
+
+BenchResult bench_training(const Config& base, int steps) {
+  Config cfg = base;
+  const int B = cfg.train.batch_size, L = cfg.train.seq_len;
+  // Random bytes: throughput does not depend on the text.
+  Rng rng(cfg.train.seed);
+  std::vector<std::int32_t> tokens(std::size_t(B) * (L * (steps + 4) + 1));
+  for (auto& t : tokens) t = std::int32_t(rng.below(cfg.model.vocab_size));
+  TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
+  model.init(cfg.train.seed);
+  std::ostringstream quiet;
+  cfg.train.log_every = 0;
+  cfg.train.eval_every = 0;
+  cfg.train.steps = 3;  // warm-up: buffers are allocated on the first step
+  train_model(model, cfg, tokens, {}, nullptr, quiet);
+  cfg.train.steps = steps;
+  const TrainReport r = train_model(model, cfg, tokens, {}, nullptr, quiet);
+  BenchResult out;
+  out.tokens_per_second = r.tokens_per_second;
+  out.flops_per_token = training_flops_per_token(cfg.model, L, cfg.memory.mem_len);
+  out.gflops = out.tokens_per_second * out.flops_per_token / 1e9;
+  return out;
+}
+
+int run_bench(const Config& cfg, int steps) {
+  set_threads(cfg.train.threads);
+  const ModelConfig& m = cfg.model;
+  std::cout << "poslab bench: d_model " << m.d_model << ", " << m.n_layers << " layers, "
+            << m.n_heads << " heads, d_inner " << m.d_inner << ", vocab " << m.vocab_size
+            << ", segment " << cfg.train.seq_len << ", batch " << cfg.train.batch_size
+            << ", memory " << cfg.memory.mem_len << ", encoding '" << cfg.encoding.type << "', "
+            << omp_get_max_threads() << " threads\n";
+  const double sgemm = measure_sgemm_gflops(512, 40);
+  const BenchResult r = bench_training(cfg, steps);
+  std::cout << std::fixed << std::setprecision(0)
+            << "training:  " << r.tokens_per_second << " tokens/s over " << steps << " steps\n"
+            << "model:     " << std::setprecision(2) << r.flops_per_token / 1e6
+            << " MFLOP per training token (matrix products of forward + backward, 2 per "
+               "multiply-add; see src/model/flops.hpp)\n"
+            << "achieved:  " << std::setprecision(1) << r.gflops << " GFLOP/s\n"
+            << "sgemm:     " << sgemm << " GFLOP/s (512x512x512, this machine)\n"
+            << "ratio:     " << std::setprecision(2) << r.gflops / sgemm
+            << " of the sgemm ceiling\n";
+  return 0;
+}
+
+}  // namespace poslab

@@ -1,0 +1,665 @@
+// Loading a Config: TOML text -> a flat list of settings -> each checked against a schema -> Config.
+//
+// The schema is one table (`schema()` below): for every TOML key, the struct member it fills and
+// the range its value must lie in. Everything else in this file is generic (read any setting,
+// check any value, print any field), so a new key in config.hpp costs one line in that table.
+//
+// The steps, in the order a config goes through them:
+//   1. settings_from_toml / setting_from_override: every `key = value` becomes a Setting that
+//      remembers where it was written ("quick.toml:3", "--set model.d_model=256").
+//   2. choose_encoding: `encoding.type` is resolved first, because it decides which other keys
+//      of [encoding] exist (each encoding declares its own options).
+//   3. apply_setting: in order (file, then overrides, so the last word wins), each setting is
+//      looked up (unknown keys get a did-you-mean), type-checked, range-checked and stored.
+//   4. check_consistency: rules that involve two keys (d_model divisible by n_heads).
+#include "config/load.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <tuple>
+#include <type_traits>
+
+#include <toml++/toml.h>
+
+namespace poslab {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// The sections of a config file, in the order of the Config struct.
+const std::vector<std::string> kSections = {"model", "encoding", "memory", "data", "train", "eval"};
+
+bool is_section(const std::string& name) {
+  return std::find(kSections.begin(), kSections.end(), name) != kSections.end();
+}
+
+std::string join(const std::vector<std::string>& words, const std::string& separator) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) out += (i ? separator : "") + words[i];
+  return out;
+}
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw ConfigError(where + ": " + what);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Did you mean ...?
+// ---------------------------------------------------------------------------------------------
+
+// Levenshtein's edit distance (insert, delete, substitute one letter), where swapping two
+// neighbouring letters also counts as a single edit, so that "d_modle" is one edit from "d_model".
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  // d[i][j] = distance between the first i letters of a and the first j letters of b.
+  std::vector<std::vector<std::size_t>> d(a.size() + 1, std::vector<std::size_t>(b.size() + 1));
+  for (std::size_t i = 0; i <= a.size(); ++i) d[i][0] = i;
+  for (std::size_t j = 0; j <= b.size(); ++j) d[0][j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t substitute = a[i - 1] == b[j - 1] ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + substitute});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.size()][b.size()];
+}
+
+// The candidate nearest to `word`, if it is near enough to be what was meant.
+std::optional<std::string> nearest(const std::string& word,
+                                   const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  std::size_t best_distance = std::numeric_limits<std::size_t>::max();
+  for (const auto& candidate : candidates) {
+    const std::size_t distance = edit_distance(word, candidate);
+    if (distance < best_distance) best = candidate, best_distance = distance;
+  }
+  const std::size_t tolerance = std::max<std::size_t>(2, word.size() / 3);
+  if (best && best_distance <= tolerance && best_distance < word.size()) return best;
+  return std::nullopt;
+}
+
+// " (did you mean 'model.d_model'?)", or "" if nothing is near.
+std::string did_you_mean(const std::string& word, const std::vector<std::string>& candidates,
+                         const std::string& prefix = "") {
+  auto best = nearest(word, candidates);
+  return best ? " (did you mean '" + prefix + *best + "'?)" : "";
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values and their types
+// ---------------------------------------------------------------------------------------------
+
+// What a key expects, as the index of the alternative in OptionValue.
+enum Kind : std::size_t { kBoolean = 0, kInteger = 1, kFloat = 2, kString = 3 };
+
+std::string kind_name(std::size_t kind) {
+  static const char* names[] = {"boolean", "integer", "float", "string"};
+  return names[kind];
+}
+
+std::string with_article(const std::string& noun) {
+  const bool vowel = !noun.empty() && std::string("aeiou").find(noun[0]) != std::string::npos;
+  return (vowel ? "an " : "a ") + noun;
+}
+
+// One `key = value`, as written in the file or on the command line.
+struct Setting {
+  std::string section;              // "model", ...; "" for top-level keys such as out_dir
+  std::string key;                  // "d_model"
+  std::optional<OptionValue> value; // empty when TOML wrote what no key holds (array, table, date)
+  std::string written_type;         // "integer", "array", ...: what the user wrote, for messages
+  std::optional<std::string> bare_text;  // --set only: the text after '=', verbatim
+  std::string where;                // "quick.toml:3" or "--set model.d_model=256"
+  std::size_t line = 0, column = 0; // position in the file (0 for --set), to keep file order
+
+  std::string name() const { return section.empty() ? key : section + "." + key; }
+};
+
+Setting setting_from_node(std::string section, std::string key, const toml::node& node,
+                          std::string where) {
+  Setting s;
+  s.section = std::move(section);
+  s.key = std::move(key);
+  s.where = std::move(where);
+  s.line = node.source().begin.line;
+  s.column = node.source().begin.column;
+  switch (node.type()) {
+    case toml::node_type::boolean: s.value = node.as_boolean()->get(); break;
+    case toml::node_type::integer: s.value = node.as_integer()->get(); break;
+    case toml::node_type::floating_point: s.value = node.as_floating_point()->get(); break;
+    case toml::node_type::string: s.value = node.as_string()->get(); break;
+    default: break;  // tables, arrays, dates and times: no key of ours holds one
+  }
+  switch (node.type()) {
+    case toml::node_type::boolean: s.written_type = "boolean"; break;
+    case toml::node_type::integer: s.written_type = "integer"; break;
+    case toml::node_type::floating_point: s.written_type = "float"; break;
+    case toml::node_type::string: s.written_type = "string"; break;
+    case toml::node_type::table: s.written_type = "table"; break;
+    case toml::node_type::array: s.written_type = "array"; break;
+    case toml::node_type::date: s.written_type = "date"; break;
+    case toml::node_type::time: s.written_type = "time"; break;
+    case toml::node_type::date_time: s.written_type = "date-time"; break;
+    default: s.written_type = "value"; break;
+  }
+  return s;
+}
+
+// The setting's value as the kind its key expects, or a "wrong type" error.
+OptionValue value_as(const Setting& s, std::size_t kind) {
+  if (s.value && s.value->index() == kind) return *s.value;
+  // An integer is a fine float: `lr = 1` means 1.0.
+  if (s.value && kind == kFloat && s.value->index() == kInteger)
+    return static_cast<double>(std::get<std::int64_t>(*s.value));
+  // On the command line, a string may be written bare: `--set out_dir=runs/2024`.
+  if (kind == kString && s.bare_text) return *s.bare_text;
+  fail(s.where, s.name() + ": expected " + with_article(kind_name(kind)) + ", got " +
+                    with_article(s.written_type));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Ranges
+// ---------------------------------------------------------------------------------------------
+
+// The values a key accepts. Numbers: an interval, each end open or closed. Strings: a list of
+// choices, or "anything but empty".
+struct Bounds {
+  double min = -kInfinity;
+  double max = kInfinity;
+  bool min_included = true;
+  bool max_included = true;
+  std::vector<std::string> choices = {};
+  bool non_empty = false;
+};
+
+Bounds anything() { return {}; }
+Bounds at_least(double lo) { return {.min = lo}; }
+Bounds greater_than(double lo) { return {.min = lo, .min_included = false}; }
+Bounds closed(double lo, double hi) { return {.min = lo, .max = hi}; }                  // [lo, hi]
+Bounds half_open(double lo, double hi) { return {.min = lo, .max = hi, .max_included = false}; }  // [lo, hi)
+Bounds one_of(std::vector<std::string> choices) { return {.choices = std::move(choices)}; }
+Bounds not_empty() { return {.non_empty = true}; }
+
+// The shortest text that reads back as exactly `x`: 0.001, 3e-4, 1e300.
+std::string format_number(double x) {
+  char buffer[64];
+  std::string text(buffer, std::to_chars(buffer, buffer + sizeof buffer, x).ptr);
+  // to_chars writes exponents as e-04 and e+300; drop the '+' and the leading zeros.
+  if (const auto e = text.find('e'); e != std::string::npos) {
+    const bool negative = text[e + 1] == '-';
+    const std::string digits = text.substr(e + 2);
+    const auto first_nonzero = std::min(digits.find_first_not_of('0'), digits.size() - 1);
+    text = text.substr(0, e) + (negative ? "e-" : "e") + digits.substr(first_nonzero);
+  }
+  return text;
+}
+
+// "in [0, 1)", ">= 1", "one of relu, gelu", ...
+std::string describe(const Bounds& b) {
+  if (!b.choices.empty()) return "one of " + join(b.choices, ", ");
+  if (b.non_empty) return "a non-empty string";
+  const bool has_min = std::isfinite(b.min), has_max = std::isfinite(b.max);
+  if (has_min && has_max)
+    return std::string("in ") + (b.min_included ? "[" : "(") + format_number(b.min) + ", " +
+           format_number(b.max) + (b.max_included ? "]" : ")");
+  if (has_min) return (b.min_included ? ">= " : "> ") + format_number(b.min);
+  if (has_max) return (b.max_included ? "<= " : "< ") + format_number(b.max);
+  return "anything";
+}
+
+bool within(const OptionValue& v, const Bounds& b) {
+  if (auto text = std::get_if<std::string>(&v)) {
+    if (b.non_empty && text->empty()) return false;
+    return b.choices.empty() ||
+           std::find(b.choices.begin(), b.choices.end(), *text) != b.choices.end();
+  }
+  if (std::holds_alternative<bool>(v)) return true;
+  const double x = std::holds_alternative<double>(v) ? std::get<double>(v)
+                                                     : static_cast<double>(std::get<std::int64_t>(v));
+  if (std::isnan(x)) return !std::isfinite(b.min) && !std::isfinite(b.max);
+  if (x < b.min || (x == b.min && !b.min_included)) return false;
+  if (x > b.max || (x == b.max && !b.max_included)) return false;
+  return true;
+}
+
+void check_bounds(const Setting& s, const OptionValue& v, const Bounds& b,
+                  const std::string& why = "") {
+  if (within(v, b)) return;
+  std::string hint;
+  if (auto text = std::get_if<std::string>(&v)) hint = did_you_mean(*text, b.choices);
+  fail(s.where, s.name() + " must be " + describe(b) + why + ", got " + option_to_string(v) + hint);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The schema: one line per key
+// ---------------------------------------------------------------------------------------------
+
+// One TOML key and the Config member behind it.
+struct Field {
+  std::string section;  // "" for top-level keys
+  std::string key;
+  std::size_t kind;     // the type the key expects
+  Bounds limits;        // what the C++ member can hold (an int is 32 bits, TOML's are 64)
+  Bounds bounds;        // what makes sense
+  OptionValue (*get)(const Config&);
+  void (*set)(Config&, const OptionValue&);
+
+  std::string name() const { return section.empty() ? key : section + "." + key; }
+};
+
+template <class T>
+constexpr std::size_t kind_of() {
+  if constexpr (std::is_same_v<T, bool>) return kBoolean;
+  else if constexpr (std::is_integral_v<T>) return kInteger;
+  else if constexpr (std::is_floating_point_v<T>) return kFloat;
+  else return kString;
+}
+
+template <class T>
+Bounds limits_of() {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using Toml = std::int64_t;  // TOML integers are 64-bit signed
+    return closed(std::max<double>(std::numeric_limits<T>::min(), std::numeric_limits<Toml>::min()),
+                  std::min<double>(std::numeric_limits<T>::max(), std::numeric_limits<Toml>::max()));
+  }
+  return anything();
+}
+
+template <class T>
+OptionValue to_option(const T& x) {
+  if constexpr (kind_of<T>() == kBoolean) return x;
+  else if constexpr (kind_of<T>() == kInteger) return static_cast<std::int64_t>(x);
+  else if constexpr (kind_of<T>() == kFloat) return static_cast<double>(x);
+  else return x;
+}
+
+// `v` already has the right kind and lies within the member's limits.
+template <class T>
+void from_option(const OptionValue& v, T& x) {
+  if constexpr (kind_of<T>() == kBoolean) x = std::get<bool>(v);
+  else if constexpr (kind_of<T>() == kInteger) x = static_cast<T>(std::get<std::int64_t>(v));
+  else if constexpr (kind_of<T>() == kFloat) x = static_cast<T>(std::get<double>(v));
+  else x = std::get<std::string>(v);
+}
+
+// A key of a section: `section_member` is e.g. &Config::model, `member` &ModelConfig::d_model.
+template <auto section_member, auto member>
+Field section_field(const char* section, const char* key, Bounds bounds) {
+  using T = std::remove_cvref_t<decltype(std::declval<Config&>().*section_member.*member)>;
+  return Field{section, key, kind_of<T>(), limits_of<T>(), std::move(bounds),
+               [](const Config& c) { return to_option(c.*section_member.*member); },
+               [](Config& c, const OptionValue& v) { from_option(v, c.*section_member.*member); }};
+}
+
+template <auto member>
+Field top_level_field(const char* key, Bounds bounds) {
+  using T = std::remove_cvref_t<decltype(std::declval<Config&>().*member)>;
+  return Field{"", key, kind_of<T>(), limits_of<T>(), std::move(bounds),
+               [](const Config& c) { return to_option(c.*member); },
+               [](Config& c, const OptionValue& v) { from_option(v, c.*member); }};
+}
+
+// KEY(model, d_model, at_least(1)) is the TOML key `d_model` of `[model]`, stored in
+// Config::model.d_model: the TOML names are the C++ names, spelled once.
+#define KEY(section, key, bounds) \
+  section_field<&Config::section, &decltype(Config::section)::key>(#section, #key, bounds)
+
+// Every key except `encoding.type` and the encoding's options, which depend on the encoding.
+const std::vector<Field>& schema() {
+  static const std::vector<Field> fields = {
+      top_level_field<&Config::out_dir>("out_dir", not_empty()),
+
+      KEY(model, vocab_size, at_least(1)),
+      KEY(model, d_model, at_least(1)),
+      KEY(model, n_layers, at_least(1)),
+      KEY(model, n_heads, at_least(1)),
+      KEY(model, d_inner, at_least(1)),
+      KEY(model, activation, one_of({"relu", "gelu"})),
+      KEY(model, pre_ln, anything()),
+      KEY(model, tie_embeddings, anything()),
+      KEY(model, init_std, greater_than(0)),
+
+      KEY(memory, mem_len, at_least(0)),
+      KEY(memory, same_length, anything()),
+      KEY(memory, continue_positions, anything()),
+      KEY(memory, half_loss, anything()),
+
+      KEY(data, path, not_empty()),
+      KEY(data, valid_fraction, half_open(0, 1)),
+
+      KEY(train, seq_len, at_least(1)),
+      KEY(train, batch_size, at_least(1)),
+      KEY(train, steps, at_least(0)),
+      KEY(train, lr, greater_than(0)),
+      KEY(train, min_lr_ratio, closed(0, 1)),
+      KEY(train, warmup_steps, at_least(0)),
+      KEY(train, weight_decay, at_least(0)),
+      KEY(train, beta1, half_open(0, 1)),
+      KEY(train, beta2, half_open(0, 1)),
+      KEY(train, eps, greater_than(0)),
+      KEY(train, grad_clip, at_least(0)),
+      KEY(train, seed, anything()),
+      KEY(train, log_every, at_least(1)),
+      KEY(train, eval_every, at_least(0)),
+      KEY(train, eval_batches, at_least(0)),
+      KEY(train, threads, at_least(0)),
+
+      KEY(eval, seq_len, at_least(0)),   // 0 = train.seq_len
+      KEY(eval, mem_len, at_least(-1)),  // -1 = memory.mem_len
+  };
+  return fields;
+}
+
+#undef KEY
+
+const Field* find_field(const std::string& section, const std::string& key) {
+  for (const auto& f : schema())
+    if (f.section == section && f.key == key) return &f;
+  return nullptr;
+}
+
+std::vector<std::string> keys_of_section(const std::string& section) {
+  std::vector<std::string> keys;
+  for (const auto& f : schema())
+    if (f.section == section) keys.push_back(f.key);
+  return keys;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 1: reading settings
+// ---------------------------------------------------------------------------------------------
+
+std::string where_in_file(const std::string& source_name, const toml::source_region& region) {
+  return source_name + ":" + std::to_string(region.begin.line);
+}
+
+// Every key of the file, in file order. Known sections are opened up; everything else at the top
+// level (out_dir, a misspelled section) stays a top-level setting and is judged later.
+std::vector<Setting> settings_from_toml(const std::string& text, const std::string& source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(text, source_name);
+  } catch (const toml::parse_error& e) {
+    fail(where_in_file(source_name, e.source()),
+         "TOML syntax error: " + std::string(e.description()));
+  }
+  std::vector<Setting> settings;
+  for (auto&& [name, node] : root) {
+    const std::string section(name.str());
+    if (is_section(section) && node.is_table()) {
+      for (auto&& [key, value] : *node.as_table())
+        settings.push_back(setting_from_node(section, std::string(key.str()), value,
+                                             where_in_file(source_name, value.source())));
+    } else {
+      settings.push_back(
+          setting_from_node("", section, node, where_in_file(source_name, node.source())));
+    }
+  }
+  // toml++ keeps keys sorted by name; report problems in the order they were written.
+  std::stable_sort(settings.begin(), settings.end(), [](const Setting& a, const Setting& b) {
+    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  });
+  return settings;
+}
+
+std::string trim(const std::string& s) {
+  const auto first = s.find_first_not_of(" \t");
+  if (first == std::string::npos) return "";
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
+}
+
+// "model.d_model=256": the value is read as TOML (256, true, 1e-3, "shaw"); text that is not a
+// TOML value (shaw, runs/x) is taken as a bare string.
+Setting setting_from_override(const std::string& text) {
+  const std::string where = "--set " + text;
+  const auto equals = text.find('=');
+  if (equals == std::string::npos) fail(where, "expected KEY=VALUE, e.g. model.d_model=256");
+  const std::string name = trim(text.substr(0, equals));
+  const std::string raw_value = trim(text.substr(equals + 1));
+  if (name.empty()) fail(where, "expected KEY=VALUE, but KEY is empty");
+
+  std::string section, key = name;
+  if (const auto dot = name.find('.'); dot != std::string::npos)
+    section = name.substr(0, dot), key = name.substr(dot + 1);
+
+  Setting s;
+  std::optional<toml::table> parsed;
+  try {
+    parsed = toml::parse("value = " + raw_value);
+  } catch (const toml::parse_error&) {
+  }
+  if (parsed && parsed->size() == 1 && parsed->get("value")) {
+    s = setting_from_node(section, key, *parsed->get("value"), where);
+  } else {
+    s.section = section, s.key = key, s.where = where;
+    s.value = raw_value, s.written_type = "string";
+  }
+  s.line = s.column = 0;
+  s.bare_text = raw_value;
+  return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps 2-4: from settings to a Config
+// ---------------------------------------------------------------------------------------------
+
+// The encoding is chosen before anything else: its OptionSpec list says which keys [encoding] has.
+const EncodingInfo& choose_encoding(const std::vector<Setting>& settings,
+                                    const std::vector<EncodingInfo>& encodings,
+                                    const std::string& source_name) {
+  const Setting* chosen = nullptr;  // the last `encoding.type`: overrides come after the file
+  for (const auto& s : settings)
+    if (s.section == "encoding" && s.key == "type") chosen = &s;
+
+  std::string type = EncodingConfig{}.type;  // the default
+  if (chosen) type = std::get<std::string>(value_as(*chosen, kString));
+  for (const auto& e : encodings)
+    if (e.name == type) return e;
+
+  std::vector<std::string> names;
+  for (const auto& e : encodings) names.push_back(e.name);
+  fail(chosen ? chosen->where : source_name,
+       "unknown encoding type '" + type + "'" + did_you_mean(type, names) +
+           "; registered encodings: " + join(names, ", "));
+}
+
+// A key of [encoding] other than `type`: one of the chosen encoding's options.
+void apply_encoding_option(const Setting& s, const EncodingInfo& encoding, Config& config) {
+  const OptionSpec* spec = nullptr;
+  std::vector<std::string> keys;
+  for (const auto& o : encoding.options) {
+    keys.push_back(o.key);
+    if (o.key == s.key) spec = &o;
+  }
+  if (!spec) {
+    if (keys.empty())
+      fail(s.where, "unknown key '" + s.name() + "': encoding '" + encoding.name +
+                        "' takes no options");
+    fail(s.where, "unknown key '" + s.name() + "' for encoding '" + encoding.name + "'" +
+                      did_you_mean(s.key, keys, "encoding.") +
+                      "; its options are: " + join(keys, ", "));
+  }
+  const OptionValue value = value_as(s, spec->default_value.index());
+  check_bounds(s, value, Bounds{.min = spec->min, .max = spec->max, .choices = spec->choices});
+  config.encoding.options.set(spec->key, value);
+}
+
+// A key that is not in a known section, or a known section written as something else.
+[[noreturn]] void reject_top_level(const Setting& s) {
+  if (is_section(s.key))
+    fail(s.where, "'" + s.key + "' must be a section ([" + s.key + "]), got " +
+                      with_article(s.written_type));
+  if (s.written_type == "table")
+    fail(s.where, "unknown section [" + s.key + "]" + did_you_mean(s.key, kSections) +
+                      "; sections are: " + join(kSections, ", "));
+  std::vector<std::string> candidates = keys_of_section("");
+  candidates.insert(candidates.end(), kSections.begin(), kSections.end());
+  fail(s.where, "unknown key '" + s.key + "'" + did_you_mean(s.key, candidates));
+}
+
+[[noreturn]] void reject_unknown_key(const Setting& s) {
+  std::string hint = did_you_mean(s.key, keys_of_section(s.section), s.section + ".");
+  if (hint.empty()) {
+    // Perhaps the right key in the wrong section: `model.mem_len` for `memory.mem_len`.
+    std::vector<std::string> elsewhere;
+    for (const auto& f : schema())
+      if (f.key == s.key && !f.section.empty()) elsewhere.push_back("'" + f.name() + "'");
+    if (!elsewhere.empty()) hint = " (did you mean " + join(elsewhere, " or ") + "?)";
+  }
+  fail(s.where, "unknown key '" + s.name() + "'" + hint);
+}
+
+void apply_setting(const Setting& s, const EncodingInfo& encoding, Config& config) {
+  if (!s.section.empty() && !is_section(s.section))  // only from --set: files keep them top-level
+    fail(s.where, "unknown section [" + s.section + "]" + did_you_mean(s.section, kSections) +
+                      "; sections are: " + join(kSections, ", "));
+  if (s.section == "encoding") {
+    if (s.key != "type") apply_encoding_option(s, encoding, config);
+    return;  // the type was resolved by choose_encoding
+  }
+  const Field* field = find_field(s.section, s.key);
+  if (!field && s.section.empty()) reject_top_level(s);
+  if (!field) reject_unknown_key(s);
+
+  const OptionValue value = value_as(s, field->kind);
+  check_bounds(s, value, field->limits, " to fit its C++ type");
+  check_bounds(s, value, field->bounds);
+  field->set(config, value);
+}
+
+// Rules between keys, checked once every key has its final value. `where_set` says where each
+// key was last written; a rule broken by defaults alone is blamed on the config as a whole.
+void check_consistency(const Config& config, const std::map<std::string, std::string>& where_set,
+                       const std::string& source_name) {
+  auto blame = [&](std::initializer_list<const char*> keys) {
+    for (const char* key : keys)
+      if (auto it = where_set.find(key); it != where_set.end()) return it->second;
+    return source_name;
+  };
+  const auto& m = config.model;
+  if (m.d_model % m.n_heads != 0)
+    fail(blame({"model.d_model", "model.n_heads"}),
+         "model.d_model (" + std::to_string(m.d_model) + ") must be divisible by model.n_heads (" +
+             std::to_string(m.n_heads) + ")");
+}
+
+Config build_config(const std::vector<Setting>& settings, const std::string& source_name,
+                    const std::vector<EncodingInfo>& encodings) {
+  Config config;
+  const EncodingInfo& encoding = choose_encoding(settings, encodings, source_name);
+  config.encoding.type = encoding.name;
+  config.encoding.options = Options::defaults(encoding.options);
+
+  std::map<std::string, std::string> where_set;
+  for (const auto& s : settings) {
+    apply_setting(s, encoding, config);
+    where_set[s.name()] = s.where;
+  }
+  check_consistency(config, where_set, source_name);
+  return config;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing TOML
+// ---------------------------------------------------------------------------------------------
+
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char code[8];
+          std::snprintf(code, sizeof code, "\\u%04x", c);
+          out += code;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// The shortest text that reads back as exactly the same double, always recognisably a float.
+std::string toml_float(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  std::string text = format_number(x);
+  if (text.find_first_of(".e") == std::string::npos) text += ".0";
+  return text;
+}
+
+std::string toml_value(const OptionValue& v) {
+  switch (v.index()) {
+    case kBoolean: return std::get<bool>(v) ? "true" : "false";
+    case kInteger: return std::to_string(std::get<std::int64_t>(v));
+    case kFloat: return toml_float(std::get<double>(v));
+    default: return toml_string(std::get<std::string>(v));
+  }
+}
+
+// Bare keys are letters, digits, '_' and '-'; anything else is quoted.
+std::string toml_key(const std::string& key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+  return bare ? key : toml_string(key);
+}
+
+}  // namespace
+
+Config config_from_string(const std::string& toml_text, const std::string& source_name,
+                          const std::vector<std::string>& overrides,
+                          const std::vector<EncodingInfo>& encodings) {
+  std::vector<Setting> settings = settings_from_toml(toml_text, source_name);
+  for (const auto& o : overrides) settings.push_back(setting_from_override(o));
+  return build_config(settings, source_name, encodings);
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides,
+                   const std::vector<EncodingInfo>& encodings) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) fail(path, "config file not found");
+  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a config file");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (!(in && text << in.rdbuf())) fail(path, "cannot read config file");
+  return config_from_string(text.str(), path, overrides, encodings);
+}
+
+std::string config_to_toml(const Config& config) {
+  std::ostringstream out;
+  out << "# poslab configuration, fully resolved: every key, defaults included.\n";
+  for (const auto& f : schema())  // top-level keys must come before the first [section]
+    if (f.section.empty()) out << toml_key(f.key) << " = " << toml_value(f.get(config)) << "\n";
+
+  for (const auto& section : kSections) {
+    out << "\n[" << section << "]\n";
+    if (section == "encoding") {
+      out << "type = " << toml_string(config.encoding.type) << "\n";
+      for (const auto& [key, value] : config.encoding.options.values())
+        out << toml_key(key) << " = " << toml_value(value) << "\n";
+    }
+    for (const auto& f : schema())
+      if (f.section == section) out << f.key << " = " << toml_value(f.get(config)) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace poslab

@@ -1,0 +1,101 @@
+// One run's output directory, and the rule for writing into it: a file is either absent or
+// complete. Every file is written to a temporary name first and then renamed into place (rename
+// is atomic on POSIX file systems), so a run killed mid-write never leaves a half-written
+// config.toml or eval.json that looks finished. `eval.json` is written last by a run, which makes
+// its presence the mark of a finished run (`is_complete`).
+//
+// A run directory holds, by convention:
+//   config.toml    the fully resolved config (config_to_toml)
+//   metrics.csv    one row per logged step (MetricsLog), readable while the run goes on
+//   checkpoint/    the parameters as .npy files (train/checkpoint.hpp)
+//   eval.json      the final evaluation; written last
+#pragma once
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace poslab {
+
+// Writes `bytes` to `file` all-or-nothing: a temporary file in the same directory, flushed to
+// disk, then renamed over `file`. Throws std::runtime_error (naming the file) on failure, after
+// removing the temporary file.
+void write_file_atomically(const std::filesystem::path& file, std::string_view bytes);
+
+// Appends rows to a CSV file, one flushed line per call, so that a plot can read it while the run
+// is still going. The header is written when the file is new; an existing file is appended to if
+// its header names the same columns (a resumed run), and refused otherwise.
+//
+//   MetricsLog log(run.file("metrics.csv"), {"step", "lr", "train_loss"});
+//   log.append({step, lr, loss});
+class MetricsLog {
+ public:
+  // One CSV cell: a number (written exactly, shortest form; NaN as an empty cell) or text
+  // (quoted if it needs to be).
+  struct Cell {
+    template <class Integer>
+      requires std::is_integral_v<Integer>
+    Cell(Integer x) : text(std::to_string(x)) {}
+    template <class Real>
+      requires std::is_floating_point_v<Real>
+    Cell(Real x) : text(format(x)) {}
+    Cell(const std::string& s) : text(quote(s)) {}
+    Cell(const char* s) : text(quote(s)) {}
+
+    std::string text;
+
+   private:
+    static std::string format(float x);   // shortest text that reads back as this float
+    static std::string format(double x);  // ... as this double
+    static std::string format(long double x) { return format(static_cast<double>(x)); }
+    static std::string quote(const std::string& s);
+  };
+
+  MetricsLog(const std::filesystem::path& file, std::vector<std::string> columns);
+
+  // One row, one cell per column, in the order given at construction.
+  void append(const std::vector<Cell>& row);
+
+  const std::vector<std::string>& columns() const { return columns_; }
+  const std::filesystem::path& file() const { return file_; }
+
+ private:
+  std::filesystem::path file_;
+  std::vector<std::string> columns_;
+  std::ofstream out_;
+};
+
+class RunDirectory {
+ public:
+  // Creates the directory and any missing parents (mkdir -p); fine if it exists already.
+  static RunDirectory create(const std::filesystem::path& path);
+  // A directory that must already exist (e.g. the run `poslab eval` reads).
+  static RunDirectory open(const std::filesystem::path& path);
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path file(const std::string& name) const { return path_ / name; }
+
+  // Atomic writes (see write_file_atomically): `name` is a file name inside the directory.
+  void write_text(const std::string& name, const std::string& text) const;
+  void write_json(const std::string& name, const nlohmann::json& value) const;  // indented
+
+  std::string read_text(const std::string& name) const;
+  nlohmann::json read_json(const std::string& name) const;
+
+  // metrics.csv, opened for appending.
+  MetricsLog metrics(std::vector<std::string> columns) const;
+
+  // The run finished: its last file, eval.json, exists.
+  bool is_complete() const;
+
+ private:
+  explicit RunDirectory(std::filesystem::path path) : path_(std::move(path)) {}
+  std::filesystem::path path_;
+};
+
+}  // namespace poslab

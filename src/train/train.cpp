@@ -1,0 +1,119 @@
+#include "train/train.hpp"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "core/blas.hpp"
+#include "data/corpus.hpp"
+#include "train/evaluate.hpp"
+#include "train/optimizer.hpp"
+
+namespace poslab {
+
+namespace {
+std::string format_duration(double seconds) {
+  const long s = std::lround(seconds);
+  std::ostringstream o;
+  if (s >= 3600) o << s / 3600 << "h" << std::setw(2) << std::setfill('0') << (s % 3600) / 60 << "m";
+  else if (s >= 60) o << s / 60 << "m" << std::setw(2) << std::setfill('0') << s % 60 << "s";
+  else o << s << "s";
+  return o.str();
+}
+}  // namespace
+
+std::vector<std::string> training_metrics_columns() {
+  return {"step", "lr", "train_loss", "grad_norm", "tokens_per_second", "elapsed_s",
+          "valid_loss"};
+}
+
+void set_threads(int threads) {
+  if (threads <= 0) threads = omp_get_num_procs();
+  omp_set_num_threads(threads);
+  set_blas_threads(1);  // all threading is OpenMP's (see parallel_gemm in core/blas.hpp)
+}
+
+TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
+                        const std::vector<std::int32_t>& train_tokens,
+                        const std::vector<std::int32_t>& valid_tokens, MetricsLog* metrics,
+                        std::ostream& out) {
+  const TrainConfig& tc = cfg.train;
+  const int B = tc.batch_size, L = tc.seq_len;
+  StreamBatcher batcher(train_tokens, B, L);
+  Batch batch;
+
+  // Transformer-XL's "half loss": score only the second half of every segment.
+  std::vector<float> weights(std::size_t(B) * L, 1.0f);
+  if (cfg.memory.half_loss)
+    for (int b = 0; b < B; ++b)
+      for (int i = 0; i < L / 2; ++i) weights[std::size_t(b) * L + i] = 0.0f;
+  const float* w = cfg.memory.half_loss ? weights.data() : nullptr;
+
+  TrainReport report;
+  report.losses.reserve(tc.steps);
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  double interval_loss = 0;
+  int interval_steps = 0;
+  model.reset_memory();
+  for (int step = 0; step < tc.steps; ++step) {
+    batcher.next(batch);
+    if (batch.first_of_pass) model.reset_memory();  // a new pass has no left context
+    const std::int64_t offset = cfg.memory.continue_positions ? batch.start : 0;
+
+    model.arena().zero_grads();
+    const double loss =
+        model.forward(batch.inputs.data(), batch.targets.data(), w, B, L, offset, true);
+    model.backward();
+    const double grad_norm = clip_gradients(model.arena(), tc.grad_clip);
+    const double lr = learning_rate(tc, step);
+    adamw_step(model.arena(), tc, step, lr);
+
+    if (!std::isfinite(loss))
+      throw std::runtime_error("training diverged: loss is " + std::to_string(loss) +
+                               " at step " + std::to_string(step + 1) +
+                               " (try a lower train.lr or train.grad_clip)");
+    report.losses.push_back(loss);
+    interval_loss += loss;
+    ++interval_steps;
+
+    const bool last = step + 1 == tc.steps;
+    const bool log_now = last || (tc.log_every > 0 && (step + 1) % tc.log_every == 0);
+    const bool eval_now = tc.eval_every > 0 && (step + 1) % tc.eval_every == 0 && !last;
+    if (!log_now && !eval_now) continue;
+
+    const auto now = clock::now();
+    const double elapsed = std::chrono::duration<double>(now - start).count();
+    const double tok_s = double(step + 1) * B * L / elapsed;
+    const double eta = elapsed / (step + 1) * (tc.steps - step - 1);
+    double valid_loss = std::nan("");
+    if (eval_now) {
+      valid_loss = evaluate_stream(model, valid_tokens, B, L, cfg.memory.mem_len,
+                                   tc.eval_batches, cfg.memory.continue_positions)
+                       .loss;
+      model.reset_memory();  // evaluation used the memory; restart the training stream's
+    }
+    const double mean_loss = interval_loss / interval_steps;
+    report.final_train_loss = mean_loss;
+    out << "step " << std::setw(6) << step + 1 << "/" << tc.steps << " | loss " << std::fixed
+        << std::setprecision(4) << mean_loss << " | lr " << std::scientific
+        << std::setprecision(2) << lr << std::fixed << " | " << std::setprecision(0) << tok_s
+        << " tok/s | " << format_duration(elapsed) << " elapsed, ETA " << format_duration(eta);
+    if (eval_now) out << " | valid " << std::setprecision(4) << valid_loss;
+    out << std::endl;
+    if (metrics)
+      metrics->append({step + 1, lr, mean_loss, grad_norm, tok_s, elapsed, valid_loss});
+    interval_loss = 0;
+    interval_steps = 0;
+  }
+  report.steps = tc.steps;
+  report.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  report.tokens_per_second = double(tc.steps) * B * L / report.seconds;
+  return report;
+}
+
+}  // namespace poslab

@@ -1,0 +1,36 @@
+// The training loop: contiguous streams, memory carried from batch to batch, AdamW, progress.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <vector>
+
+#include "config/config.hpp"
+#include "model/transformer.hpp"
+#include "train/run_dir.hpp"
+
+namespace poslab {
+
+struct TrainReport {
+  int steps = 0;
+  double seconds = 0;
+  double tokens_per_second = 0;  // training tokens (B * L per step) per wall-clock second
+  double final_train_loss = 0;   // mean over the last log interval
+  std::vector<double> losses;    // every step's training loss (the loss curve)
+};
+
+// Trains an initialised model for cfg.train.steps steps on `train_tokens`. Every log_every steps
+// prints a progress line to `out` (step, loss, lr, tokens/s, ETA) and appends a row to `metrics`
+// (if not null); every eval_every steps (if > 0) also evaluates on `valid_tokens`.
+TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
+                        const std::vector<std::int32_t>& train_tokens,
+                        const std::vector<std::int32_t>& valid_tokens, MetricsLog* metrics,
+                        std::ostream& out);
+
+// Column names of the metrics.csv rows train_model appends.
+std::vector<std::string> training_metrics_columns();
+
+// Sets OpenMP and OpenBLAS threads (0 = all cores).
+void set_threads(int threads);
+
+}  // namespace poslab

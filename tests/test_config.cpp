@@ -1,0 +1,427 @@
+// The config loader: defaults, every kind of mistake it must catch (each message must say where
+// and what), overrides, encoding options, and the config_to_toml round trip.
+//
+// Encoding-option validation is tested against a hand-made catalogue (`test_catalogue()`), so
+// these tests do not depend on which encodings happen to be registered.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "config/load.hpp"
+
+using namespace poslab;
+using Catch::Contains;
+
+namespace {
+
+// `none` as registered, plus a test-only encoding with one option of every kind.
+std::vector<EncodingInfo> test_catalogue() {
+  EncodingInfo clipped{
+      "clipped",
+      EncodingFamily::relative,
+      "test-only encoding with options of every kind",
+      "nobody 2024",
+      {OptionSpec{.key = "clip_k", .default_value = std::int64_t{16}, .help = "max distance",
+                  .min = 1, .max = 256},
+       OptionSpec{.key = "scale", .default_value = 1.0, .help = "a factor", .min = 0},
+       OptionSpec{.key = "mode", .default_value = std::string("sum"), .help = "how",
+                  .choices = {"sum", "concat"}},
+       OptionSpec{.key = "learned", .default_value = true, .help = "trained or fixed"}},
+      nullptr,
+      nullptr};
+  return {*find_encoding("none"), clipped};
+}
+
+Config load(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  return config_from_string(text, "quick.toml", overrides, test_catalogue());
+}
+
+// Every field of two configs, one by one: a field missing from the loader's schema would make
+// the round-trip tests below fail here.
+void check_same(const Config& a, const Config& b) {
+  CHECK(a.out_dir == b.out_dir);
+  CHECK(a.model.vocab_size == b.model.vocab_size);
+  CHECK(a.model.d_model == b.model.d_model);
+  CHECK(a.model.n_layers == b.model.n_layers);
+  CHECK(a.model.n_heads == b.model.n_heads);
+  CHECK(a.model.d_inner == b.model.d_inner);
+  CHECK(a.model.activation == b.model.activation);
+  CHECK(a.model.pre_ln == b.model.pre_ln);
+  CHECK(a.model.tie_embeddings == b.model.tie_embeddings);
+  CHECK(a.model.init_std == b.model.init_std);
+  CHECK(a.encoding.type == b.encoding.type);
+  const bool same_options = a.encoding.options.values() == b.encoding.options.values();
+  CHECK(same_options);
+  CHECK(a.memory.mem_len == b.memory.mem_len);
+  CHECK(a.memory.same_length == b.memory.same_length);
+  CHECK(a.memory.continue_positions == b.memory.continue_positions);
+  CHECK(a.memory.half_loss == b.memory.half_loss);
+  CHECK(a.data.path == b.data.path);
+  CHECK(a.data.valid_fraction == b.data.valid_fraction);
+  CHECK(a.train.seq_len == b.train.seq_len);
+  CHECK(a.train.batch_size == b.train.batch_size);
+  CHECK(a.train.steps == b.train.steps);
+  CHECK(a.train.lr == b.train.lr);
+  CHECK(a.train.min_lr_ratio == b.train.min_lr_ratio);
+  CHECK(a.train.warmup_steps == b.train.warmup_steps);
+  CHECK(a.train.weight_decay == b.train.weight_decay);
+  CHECK(a.train.beta1 == b.train.beta1);
+  CHECK(a.train.beta2 == b.train.beta2);
+  CHECK(a.train.eps == b.train.eps);
+  CHECK(a.train.grad_clip == b.train.grad_clip);
+  CHECK(a.train.seed == b.train.seed);
+  CHECK(a.train.log_every == b.train.log_every);
+  CHECK(a.train.eval_every == b.train.eval_every);
+  CHECK(a.train.eval_batches == b.train.eval_batches);
+  CHECK(a.train.threads == b.train.threads);
+  CHECK(a.eval.seq_len == b.eval.seq_len);
+  CHECK(a.eval.mem_len == b.eval.mem_len);
+}
+
+// Every key set to something other than its default.
+const char* kEveryKeyChanged = R"(
+out_dir = "runs/every key"
+
+[model]
+vocab_size = 300
+d_model = 96
+n_layers = 3
+n_heads = 6
+d_inner = 384
+activation = "gelu"
+pre_ln = true
+tie_embeddings = true
+init_std = 0.01
+
+[encoding]
+type = "clipped"
+clip_k = 8
+scale = 0.1
+mode = "concat"
+learned = false
+
+[memory]
+mem_len = 32
+same_length = true
+continue_positions = true
+half_loss = true
+
+[data]
+path = "C:\\odd \"path\"\twith\nescapes"
+valid_fraction = 0.05
+
+[train]
+seq_len = 48
+batch_size = 8
+steps = 123
+lr = 3e-4
+min_lr_ratio = 0.3
+warmup_steps = 7
+weight_decay = 0.1
+beta1 = 0.8
+beta2 = 0.95
+eps = 1e-9
+grad_clip = 0.5
+seed = 9007199254740993
+log_every = 5
+eval_every = 20
+eval_batches = 4
+threads = 1
+
+[eval]
+seq_len = 128
+mem_len = 64
+)";
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Values that load
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("an empty config is the defaults of config.hpp", "[config]") {
+  const Config loaded = config_from_string("", "empty.toml");
+  check_same(loaded, Config{});
+  CHECK(loaded.encoding.type == "none");
+  CHECK(loaded.encoding.options.values().empty());
+}
+
+TEST_CASE("every section and key reaches its struct member", "[config]") {
+  const Config c = load(kEveryKeyChanged);
+  CHECK(c.out_dir == "runs/every key");
+  CHECK(c.model.d_model == 96);
+  CHECK(c.model.activation == "gelu");
+  CHECK(c.model.pre_ln);
+  CHECK(c.encoding.type == "clipped");
+  CHECK(c.encoding.options.get_int("clip_k") == 8);
+  CHECK(c.encoding.options.get_string("mode") == "concat");
+  CHECK_FALSE(c.encoding.options.get_bool("learned"));
+  CHECK(c.memory.mem_len == 32);
+  CHECK(c.data.path == "C:\\odd \"path\"\twith\nescapes");
+  CHECK(c.train.lr == 3e-4);
+  CHECK(c.train.seed == 9007199254740993ULL);
+  CHECK(c.eval.mem_len == 64);
+  // Untouched keys keep their defaults.
+  const Config partial = load("[train]\nsteps = 5\n");
+  const Config defaults;
+  CHECK(partial.train.steps == 5);
+  CHECK(partial.train.lr == defaults.train.lr);
+  CHECK(partial.model.d_model == defaults.model.d_model);
+}
+
+TEST_CASE("an integer is accepted where a float is expected", "[config]") {
+  const Config c = load("[train]\nlr = 1\ngrad_clip = 0\n");
+  CHECK(c.train.lr == 1.0);
+  CHECK(c.train.grad_clip == 0.0);
+}
+
+TEST_CASE("edges of the ranges are accepted", "[config]") {
+  const Config c = load(
+      "[data]\nvalid_fraction = 0\n[train]\nbeta1 = 0\nmin_lr_ratio = 1\n"
+      "[memory]\nmem_len = 0\n[eval]\nmem_len = -1\n");
+  CHECK(c.data.valid_fraction == 0.0);
+  CHECK(c.eval.mem_len == -1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Mistakes, each reported as FILE:LINE: WHAT
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("a missing file is named", "[config][errors]") {
+  CHECK_THROWS_AS(load_config("/nonexistent/missing.toml"), ConfigError);
+  CHECK_THROWS_WITH(load_config("/nonexistent/missing.toml"),
+                    "/nonexistent/missing.toml: config file not found");
+}
+
+TEST_CASE("a TOML syntax error names the file and line", "[config][errors]") {
+  CHECK_THROWS_WITH(load("[model]\nd_model = = 3\n"),
+                    Contains("quick.toml:2: TOML syntax error:"));
+  CHECK_THROWS_WITH(load("[model]\nd_model = 1\n\n[model]\n"),
+                    Contains("quick.toml:4: TOML syntax error:"));
+}
+
+TEST_CASE("errors from a real file carry its path and line", "[config][errors]") {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("poslab-test-config-" + std::to_string(::getpid()) + ".toml");
+  std::ofstream(path) << "# a comment\n[model]\nd_model = 128\nn_hedas = 4\n";
+  CHECK_THROWS_WITH(load_config(path.string()),
+                    path.string() + ":4: unknown key 'model.n_hedas' (did you mean 'model.n_heads'?)");
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("unknown keys and sections get a did-you-mean", "[config][errors]") {
+  CHECK_THROWS_WITH(load("[model]\nn_layers = 2\nd_modle = 256\n"),
+                    "quick.toml:3: unknown key 'model.d_modle' (did you mean 'model.d_model'?)");
+  CHECK_THROWS_WITH(load("[modle]\nd_model = 256\n"),
+                    Contains("quick.toml:1: unknown section [modle] (did you mean 'model'?)"));
+  CHECK_THROWS_WITH(load("outdir = \"x\"\n"),
+                    "quick.toml:1: unknown key 'outdir' (did you mean 'out_dir'?)");
+  // The right key in the wrong section.
+  CHECK_THROWS_WITH(load("[model]\nmem_len = 8\n"),
+                    "quick.toml:2: unknown key 'model.mem_len' (did you mean 'memory.mem_len' or "
+                    "'eval.mem_len'?)");
+  CHECK_THROWS_WITH(load("[model]\nlr = 0.1\n"),
+                    "quick.toml:2: unknown key 'model.lr' (did you mean 'train.lr'?)");
+  // Nothing close: no suggestion.
+  CHECK_THROWS_WITH(load("[train]\nxyzzy = 1\n"), "quick.toml:2: unknown key 'train.xyzzy'");
+  // A section written as a plain value.
+  CHECK_THROWS_WITH(load("model = 3\n"),
+                    "quick.toml:1: 'model' must be a section ([model]), got an integer");
+}
+
+TEST_CASE("the first mistake in file order is the one reported", "[config][errors]") {
+  // toml++ sorts keys by name ("model" < "train"); the report must follow the file.
+  CHECK_THROWS_WITH(load("[train]\nstesp = 1\n\n[model]\nd_modle = 2\n"),
+                    Contains("quick.toml:2: unknown key 'train.stesp'"));
+}
+
+TEST_CASE("wrong types say what was expected and what was written", "[config][errors]") {
+  CHECK_THROWS_WITH(load("[model]\nd_model = \"big\"\n"),
+                    "quick.toml:2: model.d_model: expected an integer, got a string");
+  CHECK_THROWS_WITH(load("[model]\nd_model = 128.0\n"),
+                    "quick.toml:2: model.d_model: expected an integer, got a float");
+  CHECK_THROWS_WITH(load("[model]\npre_ln = 1\n"),
+                    "quick.toml:2: model.pre_ln: expected a boolean, got an integer");
+  CHECK_THROWS_WITH(load("[train]\nlr = \"fast\"\n"),
+                    "quick.toml:2: train.lr: expected a float, got a string");
+  CHECK_THROWS_WITH(load("[data]\npath = [\"a\", \"b\"]\n"),
+                    "quick.toml:2: data.path: expected a string, got an array");
+  CHECK_THROWS_WITH(load("out_dir = 3\n"), "quick.toml:1: out_dir: expected a string, got an integer");
+}
+
+TEST_CASE("values out of range say what the range is", "[config][errors]") {
+  CHECK_THROWS_WITH(load("[model]\nd_model = 0\n"), "quick.toml:2: model.d_model must be >= 1, got 0");
+  CHECK_THROWS_WITH(load("[model]\nn_heads = -4\n"), Contains("model.n_heads must be >= 1"));
+  CHECK_THROWS_WITH(load("[model]\nactivation = \"glue\"\n"),
+                    "quick.toml:2: model.activation must be one of relu, gelu, got \"glue\" "
+                    "(did you mean 'gelu'?)");
+  CHECK_THROWS_WITH(load("[data]\nvalid_fraction = 1\n"),
+                    "quick.toml:2: data.valid_fraction must be in [0, 1), got 1");
+  CHECK_THROWS_WITH(load("[data]\nvalid_fraction = -0.1\n"), Contains("data.valid_fraction must be in [0, 1)"));
+  CHECK_THROWS_WITH(load("[train]\nlr = 0\n"), "quick.toml:2: train.lr must be > 0, got 0");
+  CHECK_THROWS_WITH(load("[train]\nlr = nan\n"), Contains("train.lr must be > 0"));
+  CHECK_THROWS_WITH(load("[train]\nbeta2 = 1.0\n"), "quick.toml:2: train.beta2 must be in [0, 1), got 1");
+  CHECK_THROWS_WITH(load("[train]\nbeta1 = -0.5\n"), Contains("train.beta1 must be in [0, 1)"));
+  CHECK_THROWS_WITH(load("[memory]\nmem_len = -1\n"), "quick.toml:2: memory.mem_len must be >= 0, got -1");
+  CHECK_THROWS_WITH(load("[eval]\nmem_len = -2\n"), "quick.toml:2: eval.mem_len must be >= -1, got -2");
+  CHECK_THROWS_WITH(load("out_dir = \"\"\n"), Contains("quick.toml:1: out_dir must be a non-empty string"));
+  // Bigger than the C++ member can hold.
+  CHECK_THROWS_WITH(load("[model]\nd_model = 3000000000\n"),
+                    Contains("quick.toml:2: model.d_model must be in [-2147483648, 2147483647] "
+                             "to fit its C++ type"));
+  CHECK_THROWS_WITH(load("[train]\nseed = -1\n"), Contains("train.seed must be in [0,"));
+}
+
+TEST_CASE("d_model must be divisible by n_heads", "[config][errors]") {
+  CHECK_THROWS_WITH(load("[model]\nd_model = 130\n"),
+                    "quick.toml:2: model.d_model (130) must be divisible by model.n_heads (4)");
+  CHECK_THROWS_WITH(load("\n[model]\nn_heads = 3\n"),
+                    "quick.toml:3: model.d_model (128) must be divisible by model.n_heads (3)");
+  CHECK_NOTHROW(load("[model]\nd_model = 96\nn_heads = 3\n"));
+}
+
+TEST_CASE("an unknown encoding type lists the registered ones", "[config][errors][encoding]") {
+  CHECK_THROWS_WITH(load("[encoding]\ntype = \"clipd\"\n"),
+                    "quick.toml:2: unknown encoding type 'clipd' (did you mean 'clipped'?); "
+                    "registered encodings: none, clipped");
+  // With the real registry: whatever is registered is listed, `none` always.
+  CHECK_THROWS_WITH(config_from_string("[encoding]\ntype = \"xyzzy\"\n", "real.toml"),
+                    Contains("real.toml:2: unknown encoding type 'xyzzy'") &&
+                        Contains("registered encodings: none"));
+  CHECK_THROWS_WITH(load("[encoding]\ntype = 3\n"),
+                    "quick.toml:2: encoding.type: expected a string, got an integer");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Encoding options
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("an encoding's options get their defaults", "[config][encoding]") {
+  const Config c = load("[encoding]\ntype = \"clipped\"\n");
+  CHECK(c.encoding.options.get_int("clip_k") == 16);
+  CHECK(c.encoding.options.get_double("scale") == 1.0);
+  CHECK(c.encoding.options.get_string("mode") == "sum");
+  CHECK(c.encoding.options.get_bool("learned"));
+  CHECK(c.encoding.options.values().size() == 4);
+}
+
+TEST_CASE("encoding options are checked against their OptionSpec", "[config][encoding][errors]") {
+  const std::string head = "[encoding]\ntype = \"clipped\"\n";
+  const Config c = load(head + "clip_k = 4\nscale = 2\n");
+  CHECK(c.encoding.options.get_int("clip_k") == 4);
+  CHECK(c.encoding.options.get_double("scale") == 2.0);  // an integer, stored as a float
+  CHECK(std::holds_alternative<double>(c.encoding.options.values().at("scale")));
+
+  CHECK_THROWS_WITH(load(head + "clip_k = 0\n"),
+                    "quick.toml:3: encoding.clip_k must be in [1, 256], got 0");
+  CHECK_THROWS_WITH(load(head + "clip_k = 1000\n"), Contains("encoding.clip_k must be in [1, 256]"));
+  CHECK_THROWS_WITH(load(head + "clip_k = \"8\"\n"),
+                    "quick.toml:3: encoding.clip_k: expected an integer, got a string");
+  CHECK_THROWS_WITH(load(head + "scale = -1\n"), "quick.toml:3: encoding.scale must be >= 0, got -1");
+  CHECK_THROWS_WITH(load(head + "mode = \"concta\"\n"),
+                    "quick.toml:3: encoding.mode must be one of sum, concat, got \"concta\" "
+                    "(did you mean 'concat'?)");
+  CHECK_THROWS_WITH(load(head + "learned = \"yes\"\n"),
+                    Contains("encoding.learned: expected a boolean, got a string"));
+  CHECK_THROWS_WITH(load(head + "clipk = 8\n"),
+                    "quick.toml:3: unknown key 'encoding.clipk' for encoding 'clipped' (did you "
+                    "mean 'encoding.clip_k'?); its options are: clip_k, scale, mode, learned");
+}
+
+TEST_CASE("`none` rejects any option and says it takes none", "[config][encoding][errors]") {
+  CHECK_THROWS_WITH(config_from_string("[encoding]\ntype = \"none\"\nclip_k = 8\n", "real.toml"),
+                    "real.toml:3: unknown key 'encoding.clip_k': encoding 'none' takes no options");
+  // Options are judged against the encoding finally chosen, here by an override.
+  CHECK_THROWS_WITH(load("[encoding]\ntype = \"clipped\"\nclip_k = 8\n", {"encoding.type=none"}),
+                    "quick.toml:3: unknown key 'encoding.clip_k': encoding 'none' takes no options");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Overrides
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("overrides are applied after the file", "[config][overrides]") {
+  const Config c = load("out_dir = \"runs/a\"\n[model]\nd_model = 64\n",
+                        {"model.d_model=256", "train.lr=1e-2", "out_dir=runs/x",
+                         "model.pre_ln=true", "data.path = /tmp/with space"});
+  CHECK(c.model.d_model == 256);
+  CHECK(c.train.lr == 1e-2);
+  CHECK(c.out_dir == "runs/x");
+  CHECK(c.model.pre_ln);
+  CHECK(c.data.path == "/tmp/with space");
+  // The last word wins.
+  CHECK(load("", {"model.n_layers=2", "model.n_layers=3"}).model.n_layers == 3);
+}
+
+TEST_CASE("override values: TOML, or a bare string", "[config][overrides]") {
+  CHECK(load("", {"encoding.type=\"clipped\""}).encoding.type == "clipped");
+  CHECK(load("", {"encoding.type=clipped"}).encoding.type == "clipped");
+  const Config c = load("", {"encoding.type=clipped", "encoding.clip_k=4", "encoding.mode=concat"});
+  CHECK(c.encoding.options.get_int("clip_k") == 4);
+  CHECK(c.encoding.options.get_string("mode") == "concat");
+  // A string key takes the text as written even when it looks like a number.
+  CHECK(load("", {"out_dir=2024"}).out_dir == "2024");
+}
+
+TEST_CASE("override mistakes name the --set argument", "[config][overrides][errors]") {
+  CHECK_THROWS_WITH(load("", {"model.d_modle=256"}),
+                    "--set model.d_modle=256: unknown key 'model.d_modle' (did you mean "
+                    "'model.d_model'?)");
+  CHECK_THROWS_WITH(load("", {"model.d_model=abc"}),
+                    "--set model.d_model=abc: model.d_model: expected an integer, got a string");
+  CHECK_THROWS_WITH(load("", {"modle.d_model=3"}),
+                    Contains("--set modle.d_model=3: unknown section [modle] (did you mean 'model'?)"));
+  CHECK_THROWS_WITH(load("", {"model.d_model"}),
+                    "--set model.d_model: expected KEY=VALUE, e.g. model.d_model=256");
+  CHECK_THROWS_WITH(load("", {"encoding.type=clipt"}),
+                    Contains("--set encoding.type=clipt: unknown encoding type 'clipt'"));
+  CHECK_THROWS_WITH(load("", {"encoding.clip_k=4"}),
+                    "--set encoding.clip_k=4: unknown key 'encoding.clip_k': encoding 'none' takes "
+                    "no options");
+  CHECK_THROWS_WITH(load("", {"model.d_model=130"}),
+                    "--set model.d_model=130: model.d_model (130) must be divisible by "
+                    "model.n_heads (4)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// config_to_toml
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("config_to_toml loads back to the same config", "[config][roundtrip]") {
+  SECTION("defaults") {
+    const Config c;
+    check_same(config_from_string(config_to_toml(c), "written.toml"), c);
+  }
+  SECTION("every key changed, odd strings, an encoding with options") {
+    const Config c = load(kEveryKeyChanged);
+    const std::string text = config_to_toml(c);
+    check_same(load(text), c);
+    // Writing is stable: a second round gives the same text.
+    CHECK(config_to_toml(load(text)) == text);
+  }
+  SECTION("floats that have no short decimal form") {
+    Config c;
+    c.train.lr = 1.0 / 3.0;
+    c.train.eps = 5e-324;  // the smallest subnormal
+    c.model.init_std = 0.1 + 0.2;
+    c.train.weight_decay = 1e300;
+    check_same(config_from_string(config_to_toml(c), "written.toml"), c);
+  }
+}
+
+TEST_CASE("config_to_toml writes every key, encoding defaults included", "[config][roundtrip]") {
+  const std::string text = config_to_toml(load("[encoding]\ntype = \"clipped\"\n"));
+  for (const char* line : {"out_dir = \"runs/default\"", "[model]", "d_model = 128",
+                           "activation = \"relu\"", "[encoding]", "type = \"clipped\"",
+                           "clip_k = 16", "scale = 1.0", "mode = \"sum\"", "learned = true",
+                           "[memory]", "mem_len = 0", "[data]", "valid_fraction = 0.1", "[train]",
+                           "lr = 0.001", "eps = 1e-8", "seed = 1", "[eval]", "mem_len = -1"})
+    CHECK_THAT(text, Contains(line));
+}
