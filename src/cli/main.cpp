@@ -2,7 +2,7 @@
 // each subcommand is in commands.hpp (train, eval, bench), except `encodings`, which is a listing
 // of the registry and lives here.
 //
-//   poslab train --config configs/quick.toml --set encoding.type=shaw --out runs/shaw
+//   poslab train --config experiments/quickstart.toml --set encoding.type=shaw --out runs/shaw
 //   poslab eval --run runs/shaw --seq-len 256
 //   poslab bench --steps 20 --set model.d_model=256
 //   poslab encodings
@@ -11,6 +11,9 @@
 // "poslab: error: ..." on stderr), 2 a usage error (an unknown option, a missing argument).
 // A config is loaded and checked completely before a subcommand starts, so a config error
 // never leaves a half-made run directory behind.
+#include <unistd.h>
+
+#include <cstdlib>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -113,7 +116,7 @@ int run(int argc, char** argv) {
   app.require_subcommand(1);
   app.footer(
       "Run `poslab COMMAND --help` for what each command does.\n"
-      "Example:\n  poslab encodings\n  poslab train --config configs/quick.toml --set encoding.type=shaw");
+      "Example:\n  poslab encodings\n  poslab train --config experiments/quickstart.toml --set encoding.type=shaw");
 
   CLI::App* train = app.add_subcommand(
       "train", "Train a model as the config says and evaluate it on the validation split.");
@@ -129,7 +132,7 @@ int run(int argc, char** argv) {
       "eval.json (the final validation loss; written last, so it marks a finished run).\n"
       "The config is checked completely before anything is written.\n"
       "Example:\n"
-      "  poslab train --config configs/quick.toml --set encoding.type=shaw --set "
+      "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
       "encoding.clip_k=8 --out runs/shaw-k8");
 
   CLI::App* eval = app.add_subcommand(
@@ -216,4 +219,18 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace poslab
 
-int main(int argc, char** argv) { return poslab::run(argc, argv); }
+// OpenMP threads that finish early spin while they wait for the others (libgomp's default).
+// On a 2-core machine shared with anything else (a second run, a compiler) a spinning thread
+// steals the core the slow one needs: training measured 10x slower here. libgomp reads
+// OMP_WAIT_POLICY once, when it is loaded, so poslab sets it to "passive" and restarts itself,
+// unless the user has chosen a policy.
+static void use_passive_openmp_waiting(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  setenv("OMP_WAIT_POLICY", "passive", 1);
+  execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
+}
+
+int main(int argc, char** argv) {
+  use_passive_openmp_waiting(argv);
+  return poslab::run(argc, argv);
+}

@@ -8,6 +8,7 @@ EncodingInfo none_encoding_info();
 EncodingInfo sinusoidal_encoding_info();
 EncodingInfo learned_encoding_info();
 EncodingInfo shaw_encoding_info();
+EncodingInfo transformer_xl_encoding_info();
 
 const std::vector<EncodingInfo>& registered_encodings() {
   static const std::vector<EncodingInfo> all = {
@@ -15,6 +16,7 @@ const std::vector<EncodingInfo>& registered_encodings() {
       sinusoidal_encoding_info(),
       learned_encoding_info(),
       shaw_encoding_info(),
+      transformer_xl_encoding_info(),
   };
   return all;
 }
