@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "config/options.hpp"
 
@@ -60,9 +61,21 @@ struct TrainConfig {
   int threads = 0;            // BLAS/OpenMP threads, 0 = all cores
 };
 
+// What the model is trained on: a text corpus, or a generated task (src/tasks).
+struct TaskConfig {
+  std::string name = "lm";  // "lm": language modelling on data.path; else a task of `poslab tasks`
+  Options options;          // that task's options, defaults filled in
+};
+
 struct EvalConfig {
-  int seq_len = 0;   // 0 = train.seq_len
-  int mem_len = -1;  // -1 = memory.mem_len
+  int seq_len = 0;   // the main evaluation: 0 = train.seq_len
+  int mem_len = -1;  //                       -1 = memory.mem_len
+  // Length generalization: also evaluate at segment train.seq_len * f for each f (with the
+  // trained memory length). Empty = none.
+  std::vector<double> length_factors = {};
+  // State reuse: also evaluate with memory train.seq_len * f for each f (segment train.seq_len).
+  std::vector<double> memory_factors = {};
+  int batches = 16;  // batches per evaluation setting (0 = one whole pass; tasks: 16 at least)
 };
 
 struct Config {
@@ -72,6 +85,7 @@ struct Config {
   DataConfig data;
   TrainConfig train;
   EvalConfig eval;
+  TaskConfig task;
   std::string out_dir = "runs/default";  // where `poslab train` writes the run
 };
 

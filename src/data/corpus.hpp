@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "data/batch_source.hpp"
+
 namespace poslab {
 
 // A file -> its bytes. A directory -> the concatenation, in file-name order, of its plain-text
@@ -51,16 +53,7 @@ CorpusSplit split_corpus(const std::vector<std::uint8_t>& bytes, double valid_fr
 double unigram_cross_entropy(const std::vector<std::int32_t>& train,
                              const std::vector<std::int32_t>& valid, int vocab);
 
-// One training batch. The caller owns it and passes it to StreamBatcher::next again and again;
-// once the vectors have their size, refilling it allocates nothing.
-struct Batch {
-  int batch = 0;                      // B: number of streams (rows)
-  int len = 0;                        // L: tokens per row (segment length)
-  std::vector<std::int32_t> inputs;   // [B, L] row-major: inputs[b * L + i]
-  std::vector<std::int32_t> targets;  // [B, L] the token that follows each input
-  std::int64_t start = 0;             // position of column 0 within its stream (same for all rows)
-  bool first_of_pass = false;         // true for the first batch of a pass: no left context
-};
+// Batch is defined in data/batch_source.hpp.
 
 // The Transformer-XL training stream (Dai et al., 2019, "Transformer-XL", section 3.2).
 //
@@ -79,7 +72,7 @@ struct Batch {
 //
 // After the last batch of a pass, next() wraps around to batch 0 and sets first_of_pass, which
 // tells the trainer that the memory no longer continues the text and must be cleared.
-class StreamBatcher {
+class StreamBatcher : public BatchSource {
  public:
   // Throws std::runtime_error if batch or len is not positive, or if the tokens cannot fill a
   // single batch (fewer than batch * (len + 1) tokens).
@@ -88,16 +81,16 @@ class StreamBatcher {
   // Fills `out` with batch t and advances to t + 1 (or back to 0 at the end of a pass).
   // The stream is endless, so this always returns true; callers bound their loops by step count
   // or by batches_per_pass().
-  bool next(Batch& out);
+  bool next(Batch& out) override;
 
   // Back to batch 0: the next call to next() starts a pass.
-  void reset() { next_index_ = 0; }
+  void reset() override { next_index_ = 0; }
 
   // (S - 1) / L: how many batches one pass over the streams yields.
-  std::int64_t batches_per_pass() const { return batches_per_pass_; }
+  std::int64_t batches_per_pass() const override { return batches_per_pass_; }
 
-  int batch() const { return batch_; }
-  int len() const { return len_; }
+  int batch() const override { return batch_; }
+  int len() const override { return len_; }
   std::int64_t stream_length() const { return stream_length_; }  // S
 
  private:
