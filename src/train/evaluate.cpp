@@ -6,45 +6,68 @@
 
 namespace poslab {
 
-EvalResult evaluate_stream(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
-                           int batch, int seq_len, int mem_len, int max_batches,
-                           bool continue_positions) {
-  StreamBatcher batcher(tokens, batch, seq_len);
-  const int n_batches = max_batches > 0 ? std::min<int>(max_batches, int(batcher.batches_per_pass()))
-                                        : int(batcher.batches_per_pass());
+EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_batches,
+                    int mem_len, bool continue_positions) {
+  const int B = source.batch(), L = source.len(), V = model.config().vocab_size;
+  const std::int64_t pass = source.batches_per_pass();
+  const int n_batches = int(max_batches > 0 ? std::min<std::int64_t>(max_batches, pass) : pass);
   const int train_mem_len = model.mem_len();
   model.set_mem_len(mem_len);
   model.reset_memory();
+  source.reset();
 
   EvalResult r;
-  r.loss_by_position.assign(seq_len, 0.0);
-  const int V = model.config().vocab_size;
+  r.loss_by_position.assign(L, 0.0);
+  std::vector<double> scored_at(L, 0.0);
+  double loss_sum = 0, correct_sum = 0, rows = 0, exact_rows = 0;
   Batch b;
-  double loss_sum = 0;
-  long correct = 0;
   for (int t = 0; t < n_batches; ++t) {
-    batcher.next(b);
+    source.next(b);
+    if (b.first_of_pass) model.reset_memory();
     const std::int64_t offset = continue_positions ? b.start : 0;
-    model.forward(b.inputs.data(), b.targets.data(), nullptr, batch, seq_len, offset, true);
+    const float* w = b.weights.empty() ? nullptr : b.weights.data();
+    model.forward(b.inputs.data(), b.targets.data(), w, B, L, offset, true);
     const float* loss = model.token_loss().data();
     const float* logits = model.logits().data();
-    for (int row = 0; row < batch; ++row)
-      for (int i = 0; i < seq_len; ++i) {
-        const long n = long(row) * seq_len + i;
-        loss_sum += loss[n];
-        r.loss_by_position[i] += loss[n];
+    for (int row = 0; row < B; ++row) {
+      double row_scored = 0, row_correct = 0;
+      for (int i = 0; i < L; ++i) {
+        const long n = long(row) * L + i;
+        const double weight = w ? w[n] : 1.0;
+        if (weight == 0) continue;
         const float* z = logits + n * V;
-        correct += (std::max_element(z, z + V) - z) == b.targets[n];
+        const bool right = (std::max_element(z, z + V) - z) == b.targets[n];
+        loss_sum += weight * loss[n];
+        correct_sum += weight * right;
+        r.loss_by_position[i] += weight * loss[n];
+        scored_at[i] += weight;
+        row_scored += weight;
+        row_correct += weight * right;
       }
+      if (row_scored > 0) {
+        rows += 1;
+        exact_rows += row_correct == row_scored;
+        r.tokens += long(row_scored);
+      }
+    }
   }
+  double scored = 0;
+  for (double s : scored_at) scored += s;
   r.batches = n_batches;
-  r.tokens = long(n_batches) * batch * seq_len;
-  r.loss = loss_sum / double(r.tokens);
-  r.accuracy = double(correct) / double(r.tokens);
-  for (auto& x : r.loss_by_position) x /= double(n_batches) * batch;
+  r.loss = scored > 0 ? loss_sum / scored : 0;
+  r.accuracy = scored > 0 ? correct_sum / scored : 0;
+  r.exact_match = rows > 0 ? exact_rows / rows : 0;
+  for (int i = 0; i < L; ++i) r.loss_by_position[i] = scored_at[i] > 0 ? r.loss_by_position[i] / scored_at[i] : 0;
   model.set_mem_len(train_mem_len);
   model.reset_memory();
   return r;
+}
+
+EvalResult evaluate_stream(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
+                           int batch, int seq_len, int mem_len, int max_batches,
+                           bool continue_positions) {
+  StreamBatcher source(tokens, batch, seq_len);
+  return evaluate(model, source, max_batches, mem_len, continue_positions);
 }
 
 }  // namespace poslab

@@ -1,26 +1,33 @@
-// Language-model evaluation over a token stream, with segment recurrence exactly as in training:
-// the stream is cut into B contiguous rows, read segment by segment, and the model's memory
-// carries the left context from one segment to the next (memory length may differ from the one
-// used in training: that is the state-reuse experiment).
+// Evaluation with segment recurrence exactly as in training: a source of batches is read segment
+// by segment and the model's memory carries the left context from one batch to the next, unless
+// the source says a batch starts afresh (first_of_pass). The memory length may differ from the
+// one used in training: that is the state-reuse experiment; the segment length may differ too:
+// that is the length-generalization experiment.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "data/batch_source.hpp"
 #include "model/transformer.hpp"
 
 namespace poslab {
 
 struct EvalResult {
-  double loss = 0;      // mean cross-entropy, nats per token
-  double accuracy = 0;  // next-token argmax accuracy
-  long tokens = 0;
+  double loss = 0;         // mean cross-entropy over scored tokens, nats per token
+  double accuracy = 0;     // argmax accuracy over scored tokens
+  double exact_match = 0;  // fraction of rows (with a scored token) whose scored tokens are all right
+  long tokens = 0;         // scored tokens
   int batches = 0;
-  std::vector<double> loss_by_position;  // [L] mean loss at each position inside a segment
+  std::vector<double> loss_by_position;  // [L] mean loss of scored tokens at each segment position
 };
 
-// tokens: the evaluation split. batch, seq_len: B and L. mem_len: memory length (0 = none).
-// max_batches: 0 = one whole pass. The model's memory is reset before and after.
+// Reads max_batches batches (0 = one pass) from the start of `source`. mem_len: memory length
+// (0 = none). The model's memory is reset before and after; its trained memory length restored.
+EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_batches,
+                    int mem_len, bool continue_positions = false);
+
+// The same over a token stream (the validation split of a corpus), cut into `batch` rows.
 EvalResult evaluate_stream(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
                            int batch, int seq_len, int mem_len, int max_batches,
                            bool continue_positions = false);

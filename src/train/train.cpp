@@ -41,17 +41,21 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
                         const std::vector<std::int32_t>& train_tokens,
                         const std::vector<std::int32_t>& valid_tokens, MetricsLog* metrics,
                         std::ostream& out) {
+  StreamBatcher train(train_tokens, cfg.train.batch_size, cfg.train.seq_len);
+  if (valid_tokens.empty()) return train_model(model, cfg, train, nullptr, metrics, out);
+  StreamBatcher valid(valid_tokens, cfg.train.batch_size, cfg.train.seq_len);
+  return train_model(model, cfg, train, &valid, metrics, out);
+}
+
+TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSource& train,
+                        BatchSource* valid, MetricsLog* metrics, std::ostream& out) {
   const TrainConfig& tc = cfg.train;
-  const int B = tc.batch_size, L = tc.seq_len;
-  StreamBatcher batcher(train_tokens, B, L);
+  const int B = train.batch(), L = train.len();
   Batch batch;
 
-  // Transformer-XL's "half loss": score only the second half of every segment.
+  // The weight of each target: the batch's own (a task scores its answers), times
+  // Transformer-XL's "half loss" mask (score only the second half of every segment).
   std::vector<float> weights(std::size_t(B) * L, 1.0f);
-  if (cfg.memory.half_loss)
-    for (int b = 0; b < B; ++b)
-      for (int i = 0; i < L / 2; ++i) weights[std::size_t(b) * L + i] = 0.0f;
-  const float* w = cfg.memory.half_loss ? weights.data() : nullptr;
 
   TrainReport report;
   report.losses.reserve(tc.steps);
@@ -61,9 +65,19 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
   int interval_steps = 0;
   model.reset_memory();
   for (int step = 0; step < tc.steps; ++step) {
-    batcher.next(batch);
-    if (batch.first_of_pass) model.reset_memory();  // a new pass has no left context
+    train.next(batch);
+    if (batch.first_of_pass) model.reset_memory();  // no left context to remember
     const std::int64_t offset = cfg.memory.continue_positions ? batch.start : 0;
+    const float* w = nullptr;
+    if (!batch.weights.empty() || cfg.memory.half_loss) {
+      for (int b = 0; b < B; ++b)
+        for (int i = 0; i < L; ++i) {
+          const std::size_t n = std::size_t(b) * L + i;
+          const float scored = batch.weights.empty() ? 1.0f : batch.weights[n];
+          weights[n] = (cfg.memory.half_loss && i < L / 2) ? 0.0f : scored;
+        }
+      w = weights.data();
+    }
 
     model.arena().zero_grads();
     const double loss =
@@ -91,10 +105,10 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
     const double tok_s = double(step + 1) * B * L / elapsed;
     const double eta = elapsed / (step + 1) * (tc.steps - step - 1);
     double valid_loss = std::nan("");
-    if (eval_now) {
-      valid_loss = evaluate_stream(model, valid_tokens, B, L, cfg.memory.mem_len,
-                                   tc.eval_batches, cfg.memory.continue_positions)
-                       .loss;
+    if (eval_now && valid) {
+      valid_loss =
+          evaluate(model, *valid, tc.eval_batches, cfg.memory.mem_len, cfg.memory.continue_positions)
+              .loss;
       model.reset_memory();  // evaluation used the memory; restart the training stream's
     }
     const double mean_loss = interval_loss / interval_steps;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "data/batch_source.hpp"
 #include "model/transformer.hpp"
 #include "train/run_dir.hpp"
 
@@ -19,9 +20,13 @@ struct TrainReport {
   std::vector<double> losses;    // every step's training loss (the loss curve)
 };
 
-// Trains an initialised model for cfg.train.steps steps on `train_tokens`. Every log_every steps
-// prints a progress line to `out` (step, loss, lr, tokens/s, ETA) and appends a row to `metrics`
-// (if not null); every eval_every steps (if > 0) also evaluates on `valid_tokens`.
+// Trains an initialised model for cfg.train.steps steps on batches from `train`. Every
+// log_every steps prints a progress line to `out` (step, loss, lr, tokens/s, ETA) and appends a
+// row to `metrics` (if not null); every eval_every steps (if > 0) also evaluates on `valid`.
+TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSource& train,
+                        BatchSource* valid, MetricsLog* metrics, std::ostream& out);
+
+// The same on a token stream (a corpus split), cut into cfg.train.batch_size rows.
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
                         const std::vector<std::int32_t>& train_tokens,
                         const std::vector<std::int32_t>& valid_tokens, MetricsLog* metrics,
