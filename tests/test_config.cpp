@@ -1,8 +1,10 @@
 // The config loader: defaults, every kind of mistake it must catch (each message must say where
-// and what), overrides, encoding options, and the config_to_toml round trip.
+// and what), overrides, encoding and task options, lists of numbers, and the config_to_toml
+// round trip.
 //
 // Encoding-option validation is tested against a hand-made catalogue (`test_catalogue()`), so
-// these tests do not depend on which encodings happen to be registered.
+// these tests do not depend on which encodings happen to be registered. Task options are tested
+// against the real task registry (tasks/task.hpp), whose tasks and options are fixed.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -83,6 +85,12 @@ void check_same(const Config& a, const Config& b) {
   CHECK(a.train.threads == b.train.threads);
   CHECK(a.eval.seq_len == b.eval.seq_len);
   CHECK(a.eval.mem_len == b.eval.mem_len);
+  CHECK(a.eval.length_factors == b.eval.length_factors);
+  CHECK(a.eval.memory_factors == b.eval.memory_factors);
+  CHECK(a.eval.batches == b.eval.batches);
+  CHECK(a.task.name == b.task.name);
+  const bool same_task_options = a.task.options.values() == b.task.options.values();
+  CHECK(same_task_options);
 }
 
 // Every key set to something other than its default.
@@ -138,6 +146,14 @@ threads = 1
 [eval]
 seq_len = 128
 mem_len = 64
+length_factors = [2, 4.5, 0.25]
+memory_factors = [0, 1.5]
+batches = 3
+
+[task]
+name = "induction"
+alphabet = 8
+block = 5
 )";
 
 }  // namespace
@@ -151,6 +167,10 @@ TEST_CASE("an empty config is the defaults of config.hpp", "[config]") {
   check_same(loaded, Config{});
   CHECK(loaded.encoding.type == "none");
   CHECK(loaded.encoding.options.values().empty());
+  CHECK(loaded.task.name == "lm");
+  CHECK(loaded.task.options.values().empty());
+  CHECK(loaded.eval.length_factors.empty());
+  CHECK(loaded.eval.memory_factors.empty());
 }
 
 TEST_CASE("every section and key reaches its struct member", "[config]") {
@@ -168,6 +188,12 @@ TEST_CASE("every section and key reaches its struct member", "[config]") {
   CHECK(c.train.lr == 3e-4);
   CHECK(c.train.seed == 9007199254740993ULL);
   CHECK(c.eval.mem_len == 64);
+  CHECK(c.eval.length_factors == std::vector<double>{2, 4.5, 0.25});
+  CHECK(c.eval.memory_factors == std::vector<double>{0, 1.5});
+  CHECK(c.eval.batches == 3);
+  CHECK(c.task.name == "induction");
+  CHECK(c.task.options.get_int("alphabet") == 8);
+  CHECK(c.task.options.get_int("block") == 5);
   // Untouched keys keep their defaults.
   const Config partial = load("[train]\nsteps = 5\n");
   const Config defaults;
@@ -344,6 +370,100 @@ TEST_CASE("`none` rejects any option and says it takes none", "[config][encoding
 }
 
 // ---------------------------------------------------------------------------------------------
+// [task]: a task of the registry and its options, validated like [encoding]
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("a task's options get their defaults", "[config][task]") {
+  const Config c = load("[task]\nname = \"induction\"\n");
+  CHECK(c.task.name == "induction");
+  CHECK(c.task.options.get_int("alphabet") == 16);
+  CHECK(c.task.options.get_int("block") == 0);
+  CHECK(c.task.options.values().size() == 2);
+  CHECK(load("[task]\nname = \"parity\"\n").task.options.values().empty());
+}
+
+TEST_CASE("an unknown task lists the registered ones", "[config][task][errors]") {
+  CHECK_THROWS_WITH(load("[task]\nname = \"cpy\"\n"),
+                    "quick.toml:2: unknown task 'cpy' (did you mean 'copy'?); registered tasks: lm, "
+                    "copy, reverse, assoc_recall, induction, parity, long_range");
+  CHECK_THROWS_WITH(load("[task]\nname = 3\n"),
+                    "quick.toml:2: task.name: expected a string, got an integer");
+  CHECK_THROWS_WITH(load("", {"task.name=revrese"}),
+                    Contains("--set task.name=revrese: unknown task 'revrese' (did you mean "
+                             "'reverse'?)"));
+}
+
+TEST_CASE("task options are checked against the task's OptionSpec", "[config][task][errors]") {
+  const std::string head = "[task]\nname = \"copy\"\n";
+  CHECK(load(head + "alphabet = 4\n").task.options.get_int("alphabet") == 4);
+  CHECK_THROWS_WITH(load(head + "alphabt = 4\n"),
+                    "quick.toml:3: unknown key 'task.alphabt' for task 'copy' (did you mean "
+                    "'task.alphabet'?); its options are: alphabet");
+  CHECK_THROWS_WITH(load(head + "alphabet = 100\n"),
+                    "quick.toml:3: task.alphabet must be in [2, 62], got 100");
+  CHECK_THROWS_WITH(load(head + "alphabet = \"abc\"\n"),
+                    "quick.toml:3: task.alphabet: expected an integer, got a string");
+  CHECK_THROWS_WITH(load("[task]\nname = \"long_range\"\nblock = 1\n"),
+                    "quick.toml:3: task.block must be in [2, 1048576], got 1");
+  // A task without options says so; lm (the default) is one.
+  CHECK_THROWS_WITH(load("[task]\nname = \"parity\"\nalphabet = 4\n"),
+                    "quick.toml:3: unknown key 'task.alphabet': task 'parity' takes no options");
+  CHECK_THROWS_WITH(load("[task]\nalphabet = 4\n"),
+                    "quick.toml:2: unknown key 'task.alphabet': task 'lm' takes no options");
+  // Options are judged against the task finally chosen, here by an override.
+  CHECK_THROWS_WITH(load(head + "alphabet = 4\n", {"task.name=parity"}),
+                    "quick.toml:3: unknown key 'task.alphabet': task 'parity' takes no options");
+  const Config c = load("", {"task.name=assoc_recall", "task.keys=20"});
+  CHECK(c.task.options.get_int("keys") == 20);
+  CHECK(c.task.options.get_int("values") == 10);
+}
+
+TEST_CASE("a generated task needs a vocabulary of printable bytes", "[config][task][errors]") {
+  CHECK_THROWS_WITH(load("[model]\nvocab_size = 100\n[task]\nname = \"copy\"\n"),
+                    "quick.toml:2: model.vocab_size (100) must be at least 125 for task 'copy' (its "
+                    "tokens are printable bytes up to '|' = 124)");
+  CHECK_NOTHROW(load("[model]\nvocab_size = 100\n"));  // lm: any vocabulary
+}
+
+// ---------------------------------------------------------------------------------------------
+// [eval]: lists of numbers
+// ---------------------------------------------------------------------------------------------
+
+TEST_CASE("eval factors are arrays of numbers, each checked on its own", "[config][errors]") {
+  const Config c = load("[eval]\nlength_factors = [2, 0.5]\nmemory_factors = [0]\nbatches = 0\n");
+  CHECK(c.eval.length_factors == std::vector<double>{2.0, 0.5});
+  CHECK(c.eval.memory_factors == std::vector<double>{0.0});
+  CHECK(c.eval.batches == 0);
+  CHECK(load("[eval]\nlength_factors = []\n").eval.length_factors.empty());
+
+  CHECK_THROWS_WITH(load("[eval]\nlength_factors = [2, 0]\n"),
+                    "quick.toml:2: eval.length_factors[1] must be > 0, got 0");
+  CHECK_THROWS_WITH(load("[eval]\nmemory_factors = [1, -0.5]\n"),
+                    "quick.toml:2: eval.memory_factors[1] must be >= 0, got -0.5");
+  CHECK_THROWS_WITH(load("[eval]\nlength_factors = [nan]\n"),
+                    Contains("quick.toml:2: eval.length_factors[0] must be > 0"));
+  CHECK_THROWS_WITH(load("[eval]\nmemory_factors = [inf]\n"),
+                    Contains("quick.toml:2: eval.memory_factors[0] must be >= 0"));
+  // An array written over several lines: the element's own line.
+  CHECK_THROWS_WITH(load("[eval]\nlength_factors = [\n  2,\n  -1,\n]\n"),
+                    "quick.toml:4: eval.length_factors[1] must be > 0, got -1");
+  CHECK_THROWS_WITH(load("[eval]\nlength_factors = 2\n"),
+                    "quick.toml:2: eval.length_factors: expected an array of numbers, got an integer");
+  CHECK_THROWS_WITH(load("[eval]\nlength_factors = [2, \"4\"]\n"),
+                    "quick.toml:2: eval.length_factors[1]: expected a number, got a string");
+  CHECK_THROWS_WITH(load("[eval]\nlength_factors = [[2]]\n"),
+                    "quick.toml:2: eval.length_factors[0]: expected a number, got an array");
+  CHECK_THROWS_WITH(load("[eval]\nbatches = -1\n"), "quick.toml:2: eval.batches must be >= 0, got -1");
+  // The same on the command line.
+  CHECK(load("", {"eval.length_factors=[2, 4]"}).eval.length_factors == std::vector<double>{2, 4});
+  CHECK_THROWS_WITH(load("", {"eval.length_factors=[2, -4]"}),
+                    "--set eval.length_factors=[2, -4]: eval.length_factors[1] must be > 0, got -4");
+  CHECK_THROWS_WITH(load("", {"eval.memory_factors=2,4"}),
+                    "--set eval.memory_factors=2,4: eval.memory_factors: expected an array of "
+                    "numbers, got a string");
+}
+
+// ---------------------------------------------------------------------------------------------
 // Overrides
 // ---------------------------------------------------------------------------------------------
 
@@ -399,7 +519,7 @@ TEST_CASE("config_to_toml loads back to the same config", "[config][roundtrip]")
     const Config c;
     check_same(config_from_string(config_to_toml(c), "written.toml"), c);
   }
-  SECTION("every key changed, odd strings, an encoding with options") {
+  SECTION("every key changed, odd strings, an encoding and a task with options, lists") {
     const Config c = load(kEveryKeyChanged);
     const std::string text = config_to_toml(c);
     check_same(load(text), c);
@@ -422,6 +542,13 @@ TEST_CASE("config_to_toml writes every key, encoding defaults included", "[confi
                            "activation = \"relu\"", "[encoding]", "type = \"clipped\"",
                            "clip_k = 16", "scale = 1.0", "mode = \"sum\"", "learned = true",
                            "[memory]", "mem_len = 0", "[data]", "valid_fraction = 0.1", "[train]",
-                           "lr = 0.001", "eps = 1e-8", "seed = 1", "[eval]", "mem_len = -1"})
+                           "lr = 0.001", "eps = 1e-8", "seed = 1", "[eval]", "mem_len = -1",
+                           "length_factors = []", "memory_factors = []", "batches = 16", "[task]",
+                           "name = \"lm\""})
     CHECK_THAT(text, Contains(line));
+  const std::string task = config_to_toml(load(
+      "[task]\nname = \"long_range\"\nblock = 4\n[eval]\nlength_factors = [2, 0.5]\n"));
+  for (const char* line : {"[task]\nname = \"long_range\"\n", "alphabet = 16", "block = 4",
+                           "gap = 0", "length_factors = [2.0, 0.5]"})
+    CHECK_THAT(task, Contains(line));
 }

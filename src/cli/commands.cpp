@@ -11,6 +11,7 @@
 #include "core/blas.hpp"
 #include "data/corpus.hpp"
 #include "model/transformer.hpp"
+#include "tasks/make_source.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/run_dir.hpp"
@@ -24,63 +25,98 @@ CorpusSplit load_data(const Config& cfg) {
   return split_corpus(read_corpus(cfg.data.path), cfg.data.valid_fraction);
 }
 
-nlohmann::json eval_to_json(const EvalResult& r, int seq_len, int mem_len) {
-  return {{"seq_len", seq_len},
-          {"mem_len", mem_len},
-          {"loss", r.loss},
-          {"bits_per_byte", r.loss / std::log(2.0)},
-          {"accuracy", r.accuracy},
-          {"tokens", r.tokens},
-          {"loss_by_position", r.loss_by_position}};
-}
 
-void print_eval(const EvalResult& r, int seq_len, int mem_len, double unigram) {
-  std::cout << std::fixed << std::setprecision(4) << "validation (segment " << seq_len
-            << ", memory " << mem_len << ", " << r.tokens << " tokens): loss " << r.loss
-            << " nats/byte = " << r.loss / std::log(2.0) << " bits/byte, accuracy "
-            << std::setprecision(3) << r.accuracy << std::setprecision(4)
-            << "\nunigram baseline: " << unigram << " nats/byte = " << unigram / std::log(2.0)
-            << " bits/byte (the loss of a model that ignores context)\n";
+
+// One evaluation setting of a run's plan: "main" (as configured), "length" (segment
+// train.seq_len * factor) or "memory" (memory train.seq_len * factor). A setting the model cannot
+// run (a learned table too short for the length) is recorded with its error, not dropped.
+nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
+                                const std::string& kind, double factor, int seq_len,
+                                int mem_len) {
+  nlohmann::json row = {{"kind", kind}, {"factor", factor}, {"seq_len", seq_len},
+                        {"mem_len", mem_len}};
+  try {
+    auto source = make_batch_source(cfg, true, seq_len, cfg.train.seed + 1);
+    const EvalResult r =
+        evaluate(model, *source, cfg.eval.batches, mem_len, cfg.memory.continue_positions);
+    row.update({{"loss", r.loss},
+                {"accuracy", r.accuracy},
+                {"exact_match", r.exact_match},
+                {"tokens", r.tokens},
+                {"loss_by_position", r.loss_by_position}});
+    std::cout << std::fixed << std::setprecision(4) << "eval " << std::setw(6) << kind
+              << " x" << std::setprecision(2) << factor << std::setprecision(4) << ": segment "
+              << seq_len << ", memory " << mem_len << " | loss " << r.loss << " | accuracy "
+              << std::setprecision(3) << r.accuracy << " | exact match " << r.exact_match
+              << " | " << r.tokens << " scored tokens\n";
+  } catch (const std::exception& e) {
+    row["error"] = e.what();
+    row["loss"] = nullptr;
+    std::cout << "eval " << kind << " x" << factor << ": segment " << seq_len << ", memory "
+              << mem_len << " | not possible: " << e.what() << "\n";
+  }
+  return row;
 }
 
 }  // namespace
 
 int run_train(const Config& cfg) {
   set_threads(cfg.train.threads);
+  const int L = cfg.train.seq_len;
   // Everything that can fail on bad input happens before the run directory is created.
-  const CorpusSplit data = load_data(cfg);
+  auto train_source = make_batch_source(cfg, false, L, cfg.train.seed);
+  auto valid_source = make_batch_source(cfg, true, L, cfg.train.seed + 1);
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   model.init(cfg.train.seed);
-  const StreamBatcher check_train(data.train, cfg.train.batch_size, cfg.train.seq_len);
-  const StreamBatcher check_valid(data.valid, cfg.train.batch_size, cfg.train.seq_len);
-  const double unigram = unigram_cross_entropy(data.train, data.valid, cfg.model.vocab_size);
+  double unigram = std::nan("");
+  if (cfg.task.name == "lm") {
+    const CorpusSplit data = load_data(cfg);
+    unigram = unigram_cross_entropy(data.train, data.valid, cfg.model.vocab_size);
+  }
 
   RunDirectory run = RunDirectory::create(cfg.out_dir);
   run.write_text("config.toml", config_to_toml(cfg));
-  std::cout << "poslab train: " << model.arena().count() << " parameters, encoding '"
-            << cfg.encoding.type << "', memory " << cfg.memory.mem_len << ", "
-            << data.train.size() << " train / " << data.valid.size() << " validation bytes from "
-            << cfg.data.path << "\n  writing to " << run.path().string() << "\n";
+  std::cout << "poslab train: " << model.arena().count() << " parameters, task '"
+            << cfg.task.name << "', encoding '" << cfg.encoding.type << "', memory "
+            << cfg.memory.mem_len << "\n  writing to " << run.path().string() << "\n";
 
   MetricsLog metrics = run.metrics(training_metrics_columns());
   const TrainReport report =
-      train_model(model, cfg, data.train, data.valid, &metrics, std::cout);
+      train_model(model, cfg, *train_source, valid_source.get(), &metrics, std::cout);
 
-  const int eval_len = cfg.eval.seq_len > 0 ? cfg.eval.seq_len : cfg.train.seq_len;
-  const int eval_mem = cfg.eval.mem_len >= 0 ? cfg.eval.mem_len : cfg.memory.mem_len;
-  const EvalResult r = evaluate_stream(model, data.valid, cfg.train.batch_size, eval_len,
-                                       eval_mem, 0, cfg.memory.continue_positions);
+  // The evaluation plan: the main setting, then every length and memory factor.
+  const int main_len = cfg.eval.seq_len > 0 ? cfg.eval.seq_len : L;
+  const int main_mem = cfg.eval.mem_len >= 0 ? cfg.eval.mem_len : cfg.memory.mem_len;
+  nlohmann::json evaluations = nlohmann::json::array();
+  evaluations.push_back(evaluate_setting(model, cfg, "main", 1.0, main_len, main_mem));
+  for (double f : cfg.eval.length_factors)
+    evaluations.push_back(
+        evaluate_setting(model, cfg, "length", f, int(std::lround(L * f)), cfg.memory.mem_len));
+  for (double f : cfg.eval.memory_factors)
+    evaluations.push_back(
+        evaluate_setting(model, cfg, "memory", f, L, int(std::lround(L * f))));
+
   save_checkpoint(run.path(), model.arena());
-  nlohmann::json result = eval_to_json(r, eval_len, eval_mem);
-  result["unigram_loss"] = unigram;
-  result["train_loss"] = report.final_train_loss;
-  result["train_tokens_per_second"] = report.tokens_per_second;
-  result["train_seconds"] = report.seconds;
-  result["steps"] = report.steps;
-  result["parameters"] = model.arena().count();
-  result["encoding"] = cfg.encoding.type;
+  const nlohmann::json& main_eval = evaluations[0];
+  nlohmann::json result = {{"loss", main_eval["loss"]},
+                           {"accuracy", main_eval.value("accuracy", 0.0)},
+                           {"exact_match", main_eval.value("exact_match", 0.0)},
+                           {"train_loss", report.final_train_loss},
+                           {"train_tokens_per_second", report.tokens_per_second},
+                           {"train_seconds", report.seconds},
+                           {"steps", report.steps},
+                           {"parameters", model.arena().count()},
+                           {"encoding", cfg.encoding.type},
+                           {"task", cfg.task.name},
+                           {"evaluations", evaluations}};
+  if (!std::isnan(unigram)) result["unigram_loss"] = unigram;
   run.write_json("eval.json", result);  // written last: marks the run as finished
-  print_eval(r, eval_len, eval_mem, unigram);
+  if (!std::isnan(unigram) && main_eval["loss"].is_number())
+    std::cout << std::fixed << std::setprecision(4) << "validation loss "
+              << main_eval["loss"].get<double>() << " nats/byte = "
+              << main_eval["loss"].get<double>() / std::log(2.0)
+              << " bits/byte; unigram baseline " << unigram << " nats/byte = "
+              << unigram / std::log(2.0) << " bits/byte (a model that ignores context)\n";
   std::cout << "trained " << report.steps << " steps in " << std::setprecision(1)
             << report.seconds << " s (" << std::setprecision(0) << report.tokens_per_second
             << " tokens/s)\n";
@@ -92,21 +128,16 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
   RunDirectory run = RunDirectory::open(run_dir);
   const Config cfg = load_config(run.file("config.toml").string(), overrides);
   set_threads(cfg.train.threads);
-  const CorpusSplit data = load_data(cfg);
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   load_checkpoint(run.path(), model.arena());
-  const int L = seq_len > 0 ? seq_len : cfg.train.seq_len;
-  const int M = mem_len >= 0 ? mem_len : cfg.memory.mem_len;
-  const EvalResult r = evaluate_stream(model, data.valid, cfg.train.batch_size, L, M, 0,
-                                       cfg.memory.continue_positions);
-  const double unigram = unigram_cross_entropy(data.train, data.valid, cfg.model.vocab_size);
-  print_eval(r, L, M, unigram);
-  nlohmann::json result = eval_to_json(r, L, M);
-  result["unigram_loss"] = unigram;
+  // Defaults: the run's own main evaluation setting.
+  const int L = seq_len > 0 ? seq_len : (cfg.eval.seq_len > 0 ? cfg.eval.seq_len : cfg.train.seq_len);
+  const int M = mem_len >= 0 ? mem_len : (cfg.eval.mem_len >= 0 ? cfg.eval.mem_len : cfg.memory.mem_len);
+  const nlohmann::json result = evaluate_setting(model, cfg, "main", 1.0, L, M);
   const std::string name = "eval_L" + std::to_string(L) + "_M" + std::to_string(M) + ".json";
   run.write_json(name, result);
   std::cout << "wrote " << run.file(name).string() << "\n";
-  return 0;
+  return result.contains("error") ? 1 : 0;
 }
 
 }  // namespace poslab

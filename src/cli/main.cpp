@@ -1,11 +1,13 @@
 // `poslab`, the command line. This file only parses arguments and reports errors; the work of
-// each subcommand is in commands.hpp (train, eval, bench), except `encodings`, which is a listing
-// of the registry and lives here.
+// each subcommand is in commands.hpp (train, eval, bench), except `encodings` and `tasks`, which
+// are listings of the registries and live here.
 //
 //   poslab train --config experiments/quickstart.toml --set encoding.type=shaw --out runs/shaw
 //   poslab eval --run runs/shaw --seq-len 256
 //   poslab bench --steps 20 --set model.d_model=256
 //   poslab encodings
+//   poslab tasks
+//   poslab run experiments/state_reuse.toml --jobs 2
 //
 // Exit codes: 0 success, 1 an error while running (a bad config, a missing file: one line
 // "poslab: error: ..." on stderr), 2 a usage error (an unknown option, a missing argument).
@@ -27,6 +29,8 @@
 #include "cli/commands.hpp"
 #include "config/load.hpp"
 #include "encodings/registry.hpp"
+#include "tasks/task.hpp"
+#include "study/runner.hpp"
 
 namespace poslab {
 namespace {
@@ -67,6 +71,26 @@ int list_encodings(std::ostream& out) {
     }
     out << "  options:\n";
     for (const OptionSpec& o : e.options) {
+      out << "    " << o.key << " = " << option_to_string(o.default_value) << "    ("
+          << describe_values(o) << ")\n";
+      if (!o.help.empty()) out << "        " << o.help << "\n";
+    }
+  }
+  return 0;
+}
+
+// `poslab tasks`: what a run can be trained and evaluated on (tasks/task.hpp).
+int list_tasks(std::ostream& out) {
+  out << "Tasks (choose one with `[task] name = \"NAME\"` in a config, or --set task.name=NAME;\n"
+         "set its options as `task.OPTION`). Generated tasks score only their answer tokens.\n";
+  for (const TaskInfo& t : registered_tasks()) {
+    out << "\n" << t.name << "\n  " << t.description << "\n  layout: " << t.layout << "\n";
+    if (t.options.empty()) {
+      out << "  options: none\n";
+      continue;
+    }
+    out << "  options:\n";
+    for (const OptionSpec& o : t.options) {
       out << "    " << o.key << " = " << option_to_string(o.default_value) << "    ("
           << describe_values(o) << ")\n";
       if (!o.help.empty()) out << "        " << o.help << "\n";
@@ -177,17 +201,29 @@ int run(int argc, char** argv) {
       "Example:\n"
       "  poslab encodings");
 
+  CLI::App* tasks = app.add_subcommand(
+      "tasks", "List the tasks (the corpus and the generated tasks) and their options.");
+  tasks->footer(
+      "Prints each task: its name (the value of task.name), what it tests, the tokens of one\n"
+      "instance, and every option with its type, default and range. Writes nothing.\n"
+      "Example:\n"
+      "  poslab tasks");
+
+  RunStudyOptions run_options;  // `poslab run`: a study of many runs (study/runner.hpp)
+  CLI::App* run_command = add_run_command(app, run_options);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::string message = e.what();
     // CLI11 calls a misspelled command a missing one; name it instead.
-    const std::vector<std::string> commands = {"train", "eval", "bench", "encodings"};
+    const std::vector<std::string> commands = {"train", "eval", "bench", "encodings", "tasks",
+                                               "run"};
     if (argc > 1 && argv[1][0] != '-' &&
         std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
       message = std::string("unknown command '") + argv[1] +
-                "'; the commands are train, eval, bench and encodings";
+                "'; the commands are train, eval, bench, encodings, tasks and run";
     std::cerr << "poslab: usage error: " << message
               << "\nRun `poslab --help` or `poslab COMMAND --help` for usage.\n";
     return 2;
@@ -195,6 +231,8 @@ int run(int argc, char** argv) {
 
   try {
     if (*encodings) return list_encodings(std::cout);
+    if (*tasks) return list_tasks(std::cout);
+    if (*run_command) return run_study(run_options, std::cout);
     if (*train) {
       Config cfg = load_config(args.config_path, args.overrides);
       if (train->count("--out")) {

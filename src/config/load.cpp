@@ -7,11 +7,14 @@
 // The steps, in the order a config goes through them:
 //   1. settings_from_toml / setting_from_override: every `key = value` becomes a Setting that
 //      remembers where it was written ("quick.toml:3", "--set model.d_model=256").
-//   2. choose_encoding: `encoding.type` is resolved first, because it decides which other keys
-//      of [encoding] exist (each encoding declares its own options).
+//   2. choose: `encoding.type` and `task.name` are resolved first, because each decides which
+//      other keys of its section exist (each encoding and each task declares its own options).
 //   3. apply_setting: in order (file, then overrides, so the last word wins), each setting is
 //      looked up (unknown keys get a did-you-mean), type-checked, range-checked and stored.
 //   4. check_consistency: rules that involve two keys (d_model divisible by n_heads).
+//
+// Most keys hold one value. A few hold a list of numbers (eval.length_factors = [2, 4]); their
+// schema lines are LIST_KEY, and each element is range-checked and reported on its own.
 #include "config/load.hpp"
 
 #include <algorithm>
@@ -31,13 +34,16 @@
 
 #include <toml++/toml.h>
 
+#include "tasks/tokens.hpp"
+
 namespace poslab {
 namespace {
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 // The sections of a config file, in the order of the Config struct.
-const std::vector<std::string> kSections = {"model", "encoding", "memory", "data", "train", "eval"};
+const std::vector<std::string> kSections = {"model", "encoding", "memory", "data",
+                                            "train", "eval",     "task"};
 
 bool is_section(const std::string& name) {
   return std::find(kSections.begin(), kSections.end(), name) != kSections.end();
@@ -100,11 +106,11 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 // Values and their types
 // ---------------------------------------------------------------------------------------------
 
-// What a key expects, as the index of the alternative in OptionValue.
-enum Kind : std::size_t { kBoolean = 0, kInteger = 1, kFloat = 2, kString = 3 };
+// What a key expects: the index of the alternative in OptionValue, or a list of numbers.
+enum Kind : std::size_t { kBoolean = 0, kInteger = 1, kFloat = 2, kString = 3, kNumberList = 4 };
 
 std::string kind_name(std::size_t kind) {
-  static const char* names[] = {"boolean", "integer", "float", "string"};
+  static const char* names[] = {"boolean", "integer", "float", "string", "array of numbers"};
   return names[kind];
 }
 
@@ -122,12 +128,15 @@ struct Setting {
   std::optional<std::string> bare_text;  // --set only: the text after '=', verbatim
   std::string where;                // "quick.toml:3" or "--set model.d_model=256"
   std::size_t line = 0, column = 0; // position in the file (0 for --set), to keep file order
+  std::vector<Setting> elements;    // an array: one Setting per element, key "length_factors[1]"
 
   std::string name() const { return section.empty() ? key : section + "." + key; }
 };
 
+// `source_name`: the file, to give each element of an array its own line ("" for --set, where
+// the elements share the setting's `where`).
 Setting setting_from_node(std::string section, std::string key, const toml::node& node,
-                          std::string where) {
+                          std::string where, const std::string& source_name = "") {
   Setting s;
   s.section = std::move(section);
   s.key = std::move(key);
@@ -152,6 +161,16 @@ Setting setting_from_node(std::string section, std::string key, const toml::node
     case toml::node_type::time: s.written_type = "time"; break;
     case toml::node_type::date_time: s.written_type = "date-time"; break;
     default: s.written_type = "value"; break;
+  }
+  if (const toml::array* array = node.as_array()) {
+    for (std::size_t i = 0; i < array->size(); ++i) {
+      const toml::node& element = *array->get(i);
+      const std::string element_where =
+          source_name.empty() ? s.where
+                              : source_name + ":" + std::to_string(element.source().begin.line);
+      s.elements.push_back(setting_from_node(s.section, s.key + "[" + std::to_string(i) + "]",
+                                             element, element_where));
+    }
   }
   return s;
 }
@@ -251,9 +270,12 @@ struct Field {
   std::string key;
   std::size_t kind;     // the type the key expects
   Bounds limits;        // what the C++ member can hold (an int is 32 bits, TOML's are 64)
-  Bounds bounds;        // what makes sense
+  Bounds bounds;        // what makes sense (a list: what each element must be)
   OptionValue (*get)(const Config&);
   void (*set)(Config&, const OptionValue&);
+  // Lists of numbers (kind kNumberList) use these instead of get and set.
+  std::vector<double> (*get_list)(const Config&) = nullptr;
+  void (*set_list)(Config&, const std::vector<double>&) = nullptr;
 
   std::string name() const { return section.empty() ? key : section + "." + key; }
 };
@@ -310,12 +332,24 @@ Field top_level_field(const char* key, Bounds bounds) {
                [](Config& c, const OptionValue& v) { from_option(v, c.*member); }};
 }
 
+// A key of a section holding a std::vector<double>; `bounds` applies to every element.
+template <auto section_member, auto member>
+Field list_field(const char* section, const char* key, Bounds bounds) {
+  Field f{section, key, kNumberList, anything(), std::move(bounds), nullptr, nullptr};
+  f.get_list = [](const Config& c) { return c.*section_member.*member; };
+  f.set_list = [](Config& c, const std::vector<double>& v) { c.*section_member.*member = v; };
+  return f;
+}
+
 // KEY(model, d_model, at_least(1)) is the TOML key `d_model` of `[model]`, stored in
-// Config::model.d_model: the TOML names are the C++ names, spelled once.
+// Config::model.d_model: the TOML names are the C++ names, spelled once. LIST_KEY is the same
+// for a list of numbers.
 #define KEY(section, key, bounds) \
   section_field<&Config::section, &decltype(Config::section)::key>(#section, #key, bounds)
+#define LIST_KEY(section, key, bounds) \
+  list_field<&Config::section, &decltype(Config::section)::key>(#section, #key, bounds)
 
-// Every key except `encoding.type` and the encoding's options, which depend on the encoding.
+// Every key except those of [encoding] and [task], which depend on the encoding and the task.
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = {
       top_level_field<&Config::out_dir>("out_dir", not_empty()),
@@ -357,11 +391,17 @@ const std::vector<Field>& schema() {
 
       KEY(eval, seq_len, at_least(0)),   // 0 = train.seq_len
       KEY(eval, mem_len, at_least(-1)),  // -1 = memory.mem_len
+      // Each factor finite and > 0 (it scales a segment length) or >= 0 (a memory length).
+      LIST_KEY(eval, length_factors,
+               (Bounds{.min = 0, .min_included = false, .max_included = false})),
+      LIST_KEY(eval, memory_factors, (Bounds{.min = 0, .max_included = false})),
+      KEY(eval, batches, at_least(0)),
   };
   return fields;
 }
 
 #undef KEY
+#undef LIST_KEY
 
 const Field* find_field(const std::string& section, const std::string& key) {
   for (const auto& f : schema())
@@ -400,7 +440,8 @@ std::vector<Setting> settings_from_toml(const std::string& text, const std::stri
     if (is_section(section) && node.is_table()) {
       for (auto&& [key, value] : *node.as_table())
         settings.push_back(setting_from_node(section, std::string(key.str()), value,
-                                             where_in_file(source_name, value.source())));
+                                             where_in_file(source_name, value.source()),
+                                             source_name));
     } else {
       settings.push_back(
           setting_from_node("", section, node, where_in_file(source_name, node.source())));
@@ -454,45 +495,63 @@ Setting setting_from_override(const std::string& text) {
 // Steps 2-4: from settings to a Config
 // ---------------------------------------------------------------------------------------------
 
-// The encoding is chosen before anything else: its OptionSpec list says which keys [encoding] has.
-const EncodingInfo& choose_encoding(const std::vector<Setting>& settings,
-                                    const std::vector<EncodingInfo>& encodings,
-                                    const std::string& source_name) {
-  const Setting* chosen = nullptr;  // the last `encoding.type`: overrides come after the file
+// [encoding] and [task] are sections whose keys depend on a choice made in them: `encoding.type`
+// names an encoding and `task.name` a task, and the other keys of the section are the options
+// that encoding or task declares (its OptionSpec list). A Choice is one such section, chosen.
+struct Choice {
+  std::string section;   // "encoding"
+  std::string selector;  // "type": the key that names the entry
+  std::string what;      // "encoding type": "unknown encoding type 'x'"
+  std::string noun;      // "encoding": "for encoding 'shaw'", "encoding 'none' takes no options"
+  std::string plural;    // "encodings": "registered encodings: none, ..."
+  std::string name = {}; // the entry chosen
+  const std::vector<OptionSpec>* options = nullptr;  // its options
+};
+
+// The choice is made before anything else, by the last `SECTION.SELECTOR` (overrides come after
+// the file), or by the default. `Info` is EncodingInfo or TaskInfo: anything with name, options.
+template <class Info>
+Choice choose(Choice c, const std::string& default_name, const std::vector<Setting>& settings,
+              const std::vector<Info>& catalogue, const std::string& source_name) {
+  const Setting* chosen = nullptr;
   for (const auto& s : settings)
-    if (s.section == "encoding" && s.key == "type") chosen = &s;
+    if (s.section == c.section && s.key == c.selector) chosen = &s;
 
-  std::string type = EncodingConfig{}.type;  // the default
-  if (chosen) type = std::get<std::string>(value_as(*chosen, kString));
-  for (const auto& e : encodings)
-    if (e.name == type) return e;
-
+  std::string name = default_name;
+  if (chosen) name = std::get<std::string>(value_as(*chosen, kString));
+  for (const auto& entry : catalogue) {
+    if (entry.name == name) {
+      c.name = entry.name;
+      c.options = &entry.options;
+      return c;
+    }
+  }
   std::vector<std::string> names;
-  for (const auto& e : encodings) names.push_back(e.name);
+  for (const auto& entry : catalogue) names.push_back(entry.name);
   fail(chosen ? chosen->where : source_name,
-       "unknown encoding type '" + type + "'" + did_you_mean(type, names) +
-           "; registered encodings: " + join(names, ", "));
+       "unknown " + c.what + " '" + name + "'" + did_you_mean(name, names) + "; registered " +
+           c.plural + ": " + join(names, ", "));
 }
 
-// A key of [encoding] other than `type`: one of the chosen encoding's options.
-void apply_encoding_option(const Setting& s, const EncodingInfo& encoding, Config& config) {
+// A key of [encoding] or [task] other than the selector: one of the chosen entry's options.
+void apply_choice_option(const Setting& s, const Choice& c, Options& options) {
   const OptionSpec* spec = nullptr;
   std::vector<std::string> keys;
-  for (const auto& o : encoding.options) {
+  for (const auto& o : *c.options) {
     keys.push_back(o.key);
     if (o.key == s.key) spec = &o;
   }
   if (!spec) {
     if (keys.empty())
-      fail(s.where, "unknown key '" + s.name() + "': encoding '" + encoding.name +
+      fail(s.where, "unknown key '" + s.name() + "': " + c.noun + " '" + c.name +
                         "' takes no options");
-    fail(s.where, "unknown key '" + s.name() + "' for encoding '" + encoding.name + "'" +
-                      did_you_mean(s.key, keys, "encoding.") +
+    fail(s.where, "unknown key '" + s.name() + "' for " + c.noun + " '" + c.name + "'" +
+                      did_you_mean(s.key, keys, c.section + ".") +
                       "; its options are: " + join(keys, ", "));
   }
   const OptionValue value = value_as(s, spec->default_value.index());
   check_bounds(s, value, Bounds{.min = spec->min, .max = spec->max, .choices = spec->choices});
-  config.encoding.options.set(spec->key, value);
+  options.set(spec->key, value);
 }
 
 // A key that is not in a known section, or a known section written as something else.
@@ -520,17 +579,37 @@ void apply_encoding_option(const Setting& s, const EncodingInfo& encoding, Confi
   fail(s.where, "unknown key '" + s.name() + "'" + hint);
 }
 
-void apply_setting(const Setting& s, const EncodingInfo& encoding, Config& config) {
+// A list of numbers: an array whose every element is a number within the field's bounds. Each
+// element is judged on its own, so a message names it: `eval.length_factors[1] must be > 0`.
+void apply_list(const Setting& s, const Field& field, Config& config) {
+  if (s.written_type != "array") value_as(s, kNumberList);  // fails: "expected an array of ..."
+  std::vector<double> numbers;
+  for (const Setting& e : s.elements) {
+    if (!e.value || !(e.value->index() == kInteger || e.value->index() == kFloat))
+      fail(e.where, e.name() + ": expected a number, got " + with_article(e.written_type));
+    const OptionValue value = value_as(e, kFloat);
+    check_bounds(e, value, field.bounds);
+    numbers.push_back(std::get<double>(value));
+  }
+  field.set_list(config, numbers);
+}
+
+void apply_setting(const Setting& s, const Choice& encoding, const Choice& task, Config& config) {
   if (!s.section.empty() && !is_section(s.section))  // only from --set: files keep them top-level
     fail(s.where, "unknown section [" + s.section + "]" + did_you_mean(s.section, kSections) +
                       "; sections are: " + join(kSections, ", "));
-  if (s.section == "encoding") {
-    if (s.key != "type") apply_encoding_option(s, encoding, config);
-    return;  // the type was resolved by choose_encoding
+  if (s.section == encoding.section) {
+    if (s.key != encoding.selector) apply_choice_option(s, encoding, config.encoding.options);
+    return;  // the type was resolved by choose
+  }
+  if (s.section == task.section) {
+    if (s.key != task.selector) apply_choice_option(s, task, config.task.options);
+    return;  // the name was resolved by choose
   }
   const Field* field = find_field(s.section, s.key);
   if (!field && s.section.empty()) reject_top_level(s);
   if (!field) reject_unknown_key(s);
+  if (field->kind == kNumberList) return apply_list(s, *field, config);
 
   const OptionValue value = value_as(s, field->kind);
   check_bounds(s, value, field->limits, " to fit its C++ type");
@@ -552,18 +631,34 @@ void check_consistency(const Config& config, const std::map<std::string, std::st
     fail(blame({"model.d_model", "model.n_heads"}),
          "model.d_model (" + std::to_string(m.d_model) + ") must be divisible by model.n_heads (" +
              std::to_string(m.n_heads) + ")");
+  // Generated tasks write printable bytes (tasks/tokens.hpp); the corpus may hold any byte.
+  if (config.task.name != "lm" && m.vocab_size <= kLargestTaskToken)
+    fail(blame({"model.vocab_size", "task.name"}),
+         "model.vocab_size (" + std::to_string(m.vocab_size) + ") must be at least " +
+             std::to_string(kLargestTaskToken + 1) + " for task '" + config.task.name +
+             "' (its tokens are printable bytes up to '|' = " + std::to_string(kLargestTaskToken) +
+             ")");
 }
 
 Config build_config(const std::vector<Setting>& settings, const std::string& source_name,
-                    const std::vector<EncodingInfo>& encodings) {
+                    const std::vector<EncodingInfo>& encodings,
+                    const std::vector<TaskInfo>& tasks) {
   Config config;
-  const EncodingInfo& encoding = choose_encoding(settings, encodings, source_name);
+  const Choice encoding =
+      choose(Choice{.section = "encoding", .selector = "type", .what = "encoding type",
+                    .noun = "encoding", .plural = "encodings"},
+             EncodingConfig{}.type, settings, encodings, source_name);
   config.encoding.type = encoding.name;
-  config.encoding.options = Options::defaults(encoding.options);
+  config.encoding.options = Options::defaults(*encoding.options);
+  const Choice task = choose(Choice{.section = "task", .selector = "name", .what = "task",
+                                    .noun = "task", .plural = "tasks"},
+                             TaskConfig{}.name, settings, tasks, source_name);
+  config.task.name = task.name;
+  config.task.options = Options::defaults(*task.options);
 
   std::map<std::string, std::string> where_set;
   for (const auto& s : settings) {
-    apply_setting(s, encoding, config);
+    apply_setting(s, encoding, task, config);
     where_set[s.name()] = s.where;
   }
   check_consistency(config, where_set, source_name);
@@ -622,42 +717,65 @@ std::string toml_key(const std::string& key) {
   return bare ? key : toml_string(key);
 }
 
+// [2.0, 0.5]; [] when empty.
+std::string toml_list(const std::vector<double>& numbers) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < numbers.size(); ++i) out += (i ? ", " : "") + toml_float(numbers[i]);
+  return out + "]";
+}
+
+// `key = value` of one schema field.
+std::string toml_line(const Field& f, const Config& config) {
+  const std::string value =
+      f.kind == kNumberList ? toml_list(f.get_list(config)) : toml_value(f.get(config));
+  return toml_key(f.key) + " = " + value + "\n";
+}
+
+// The selector and the options of [encoding] or [task].
+std::string toml_choice(const std::string& selector, const std::string& name,
+                        const Options& options) {
+  std::string out = selector + " = " + toml_string(name) + "\n";
+  for (const auto& [key, value] : options.values())
+    out += toml_key(key) + " = " + toml_value(value) + "\n";
+  return out;
+}
+
 }  // namespace
 
 Config config_from_string(const std::string& toml_text, const std::string& source_name,
                           const std::vector<std::string>& overrides,
-                          const std::vector<EncodingInfo>& encodings) {
+                          const std::vector<EncodingInfo>& encodings,
+                          const std::vector<TaskInfo>& tasks) {
   std::vector<Setting> settings = settings_from_toml(toml_text, source_name);
   for (const auto& o : overrides) settings.push_back(setting_from_override(o));
-  return build_config(settings, source_name, encodings);
+  return build_config(settings, source_name, encodings, tasks);
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides,
-                   const std::vector<EncodingInfo>& encodings) {
+                   const std::vector<EncodingInfo>& encodings,
+                   const std::vector<TaskInfo>& tasks) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "config file not found");
   if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a config file");
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   if (!(in && text << in.rdbuf())) fail(path, "cannot read config file");
-  return config_from_string(text.str(), path, overrides, encodings);
+  return config_from_string(text.str(), path, overrides, encodings, tasks);
 }
 
 std::string config_to_toml(const Config& config) {
   std::ostringstream out;
   out << "# poslab configuration, fully resolved: every key, defaults included.\n";
   for (const auto& f : schema())  // top-level keys must come before the first [section]
-    if (f.section.empty()) out << toml_key(f.key) << " = " << toml_value(f.get(config)) << "\n";
+    if (f.section.empty()) out << toml_line(f, config);
 
   for (const auto& section : kSections) {
     out << "\n[" << section << "]\n";
-    if (section == "encoding") {
-      out << "type = " << toml_string(config.encoding.type) << "\n";
-      for (const auto& [key, value] : config.encoding.options.values())
-        out << toml_key(key) << " = " << toml_value(value) << "\n";
-    }
+    if (section == "encoding")
+      out << toml_choice("type", config.encoding.type, config.encoding.options);
+    if (section == "task") out << toml_choice("name", config.task.name, config.task.options);
     for (const auto& f : schema())
-      if (f.section == section) out << f.key << " = " << toml_value(f.get(config)) << "\n";
+      if (f.section == section) out << toml_line(f, config);
   }
   return out.str();
 }

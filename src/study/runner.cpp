@@ -1,0 +1,761 @@
+// `poslab run` (runner.hpp): plan, check, then run a study's runs as child processes.
+//
+// The parts, in the order run_study uses them:
+//   1. the plan: every run resolved (study.cpp), given its directory, and its status read from
+//      the disk (run_status);
+//   2. --dry-run and --export, which only describe the plan;
+//   3. summary.csv and loss_by_position.csv, rebuilt from every finished run's eval.json;
+//   4. the scheduler: `jobs` children at a time, started with posix_spawn and reaped with
+//      waitpid; signals reach it through a pipe, so it can sleep in poll() without races;
+//   5. the `run` subcommand's command line and help.
+#include "study/runner.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "config/load.hpp"
+#include "train/run_dir.hpp"
+
+extern char** environ;
+
+namespace poslab {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// "42s", "3m05s", "1h02m".
+std::string format_duration(double seconds) {
+  const long s = std::lround(std::max(0.0, seconds));
+  char text[32];
+  if (s < 60) std::snprintf(text, sizeof text, "%lds", s);
+  else if (s < 3600) std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
+  else std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
+  return text;
+}
+
+// The cores this process may run on (taskset and cgroup cpusets included).
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::string read_text_file(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The last non-empty line of a log: usually the child's "poslab: error: ..." line.
+std::string last_line_of(const fs::path& file) {
+  std::istringstream lines(read_text_file(file));
+  std::string line, last;
+  while (std::getline(lines, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. The plan: where each run goes and how far it got
+// ---------------------------------------------------------------------------------------------
+
+// A config as TOML, without what may differ between two runs of the same experiment: where it
+// was written and how many threads computed it.
+std::string comparable_toml(Config config) {
+  config.out_dir = "-";
+  config.train.threads = 0;
+  return config_to_toml(config);
+}
+
+// "in [model]: the run has d_model = 32, the study gives d_model = 64".
+std::string first_difference(const std::string& made, const std::string& planned) {
+  std::istringstream a(made), b(planned);
+  std::string line_a, line_b, section;
+  while (true) {
+    const bool more_a = static_cast<bool>(std::getline(a, line_a));
+    const bool more_b = static_cast<bool>(std::getline(b, line_b));
+    if (!more_a && !more_b) return "their configs differ";
+    if (!more_a) line_a = "(nothing)";
+    if (!more_b) line_b = "(nothing)";
+    if (line_a != line_b)
+      return (section.empty() ? "" : "in " + section + ": ") + "the run has " + line_a +
+             ", the study gives " + line_b;
+    if (!line_a.empty() && line_a.front() == '[') section = line_a;
+  }
+}
+
+// Each run's Config writes into its own directory of the results.
+void place_runs(std::vector<PlannedRun>& runs, const StudyLayout& layout) {
+  for (PlannedRun& run : runs) run.config.out_dir = layout.run_dir(run).string();
+}
+
+// The executable the children run: --poslab, or this very binary.
+std::string child_executable(const RunStudyOptions& options) {
+  return options.poslab.empty() ? "/proc/self/exe" : options.poslab;
+}
+
+// The same, as a path that means something outside this process (for exported commands).
+std::string exported_executable(const RunStudyOptions& options) {
+  if (!options.poslab.empty()) return fs::absolute(options.poslab).string();
+  std::error_code ec;
+  std::string self = fs::read_symlink("/proc/self/exe", ec).string();
+  const std::string deleted = " (deleted)";  // the binary was rebuilt since it started
+  if (self.size() > deleted.size() && self.ends_with(deleted)) self.resize(self.size() - deleted.size());
+  return ec ? "poslab" : self;
+}
+
+// `POSLAB train --config FILE [--set train.threads=T]`.
+std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
+                                         const std::string& executable, int threads) {
+  std::vector<std::string> args = {executable, "train", "--config",
+                                   layout.config_file(run).string()};
+  if (threads > 0 && run.config.train.threads == 0)  // 0 = all cores: too many beside other runs
+    args.insert(args.end(), {"--set", "train.threads=" + std::to_string(threads)});
+  return args;
+}
+
+void write_config_file(const PlannedRun& run, const StudyLayout& layout) {
+  fs::create_directories(layout.config_file(run).parent_path());
+  write_file_atomically(layout.config_file(run), config_to_toml(run.config));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. --dry-run and --export
+// ---------------------------------------------------------------------------------------------
+
+int print_dry_run(const Study& study, const std::vector<PlannedRun>& runs,
+                  const std::vector<RunStatus>& status, const std::vector<std::string>& why,
+                  const StudyLayout& layout, std::ostream& out) {
+  out << "study '" << study.name << "' (" << study.source << "): " << runs.size()
+      << " runs, results in " << layout.root.string() << "\n";
+  std::size_t width = 0;
+  for (const PlannedRun& run : runs) width = std::max(width, run.id.size());
+  std::size_t counts[4] = {0, 0, 0, 0};
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    ++counts[static_cast<int>(status[i])];
+    std::string label = to_string(status[i]);
+    out << "  " << label << std::string(11 - label.size(), ' ') << runs[i].id
+        << std::string(width - runs[i].id.size() + 2, ' ') << "runs/" << runs[i].dir_name << "\n";
+    if (status[i] == RunStatus::stale) out << "             " << why[i] << "\n";
+  }
+  out << counts[static_cast<int>(RunStatus::done)] << " done, "
+      << counts[static_cast<int>(RunStatus::pending)] << " pending";
+  if (auto n = counts[static_cast<int>(RunStatus::incomplete)])
+    out << ", " << n << " incomplete (will be deleted and rerun)";
+  if (auto n = counts[static_cast<int>(RunStatus::stale)])
+    out << ", " << n << " stale (made with another config: delete them or use --out)";
+  out << ". Dry run: nothing was run or written.\n";
+  return 0;
+}
+
+std::string slurm_script(const Study& study, const StudyLayout& layout, std::size_t count) {
+  const fs::path root = fs::absolute(layout.root);
+  std::ostringstream s;
+  s << "#!/bin/bash\n"
+    << "# The study '" << study.name << "' (" << study.source << ") as a Slurm job array,\n"
+    << "# written by `poslab run " << study.source << " --export slurm`.\n"
+    << "# Array task i runs line i+1 of commands.txt: one pending run each. Add the #SBATCH\n"
+    << "# lines your cluster needs (partition, time, cpus-per-task) below, then submit with\n"
+    << "#   sbatch " << shell_quote((root / "slurm.sh").string()) << "\n"
+    << "#SBATCH --job-name=poslab-" << study.name << "\n"
+    << "#SBATCH --array=0-" << count - 1 << "\n"
+    << "#SBATCH --output=" << (root / "slurm-%A_%a.out").string() << "\n"
+    << "set -euo pipefail\n"
+    << "command=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" "
+    << shell_quote((root / "commands.txt").string()) << ")\n"
+    << "echo \"$command\"\n"
+    << "eval \"$command\"\n";
+  return s.str();
+}
+
+int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
+                const std::vector<RunStatus>& status, const StudyLayout& layout,
+                const RunStudyOptions& options, std::ostream& out) {
+  std::string commands;
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (status[i] == RunStatus::done) continue;
+    write_config_file(runs[i], layout);  // the commands refer to them
+    commands += export_command(runs[i], layout, exported_executable(options)) + "\n";
+    ++count;
+  }
+  if (count == 0) {
+    std::cerr << "poslab run: every run of '" << study.name << "' is done; nothing to export\n";
+    return 0;
+  }
+  write_file_atomically(layout.commands(), commands);
+  if (options.export_format == "commands") {
+    out << commands;
+    std::cerr << "poslab run: " << count << (count == 1 ? " command" : " commands") << " (also in "
+              << layout.commands().string()
+              << "); their configs are in " << (layout.root / "configs").string() << "\n";
+  } else {
+    write_file_atomically(layout.slurm_script(), slurm_script(study, layout, count));
+    fs::permissions(layout.slurm_script(), fs::perms::owner_exec | fs::perms::group_exec,
+                    fs::perm_options::add);
+    out << "wrote " << layout.slurm_script().string() << " (a job array of " << count
+        << " runs, from " << layout.commands().string() << ")\nsubmit with: sbatch "
+        << shell_quote(layout.slurm_script().string()) << "\n";
+  }
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. The summary tables
+// ---------------------------------------------------------------------------------------------
+
+using Cell = MetricsLog::Cell;
+
+// A JSON value as a CSV cell: numbers exactly, text quoted if needed, missing/null empty.
+Cell json_cell(const nlohmann::json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key)) return Cell("");
+  const nlohmann::json& v = object[key];
+  if (v.is_number_integer()) return Cell(v.get<std::int64_t>());
+  if (v.is_number()) return Cell(v.get<double>());
+  if (v.is_string()) return Cell(v.get<std::string>());
+  if (v.is_boolean()) return Cell(v.get<bool>() ? "true" : "false");
+  return Cell("");
+}
+
+std::string csv_line(const std::vector<Cell>& cells) {
+  std::string line;
+  for (std::size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + cells[i].text;
+  return line + "\n";
+}
+
+// The evaluation settings of an eval.json: its "evaluations" array, or, from a `poslab train`
+// that writes only one evaluation, the top-level fields as one "main" setting.
+std::vector<nlohmann::json> evaluations_of(const nlohmann::json& eval) {
+  if (eval.contains("evaluations") && eval["evaluations"].is_array())
+    return std::vector<nlohmann::json>(eval["evaluations"].begin(), eval["evaluations"].end());
+  nlohmann::json main = eval;
+  if (!main.contains("kind")) main["kind"] = "main";
+  return {main};
+}
+
+}  // namespace
+
+void write_summary(const Study& study, const std::vector<PlannedRun>& runs,
+                   const StudyLayout& layout) {
+  const bool has_variants = !study.variants.empty();
+  std::vector<Cell> header = {"study", "run"};
+  for (const SweepAxis& axis : study.axes) header.push_back(axis.key);
+  if (has_variants) header.push_back("variant");
+  std::vector<Cell> positions_header = header;
+  positions_header.erase(positions_header.begin());  // no study column: one study per file
+  for (const char* c : {"kind", "factor", "seq_len", "mem_len"}) {
+    header.push_back(c);
+    positions_header.push_back(c);
+  }
+  for (const char* c : {"loss", "accuracy", "exact_match", "tokens", "train_loss",
+                        "train_tokens_per_second", "train_seconds"})
+    header.push_back(c);
+  for (const char* c : {"position", "loss"}) positions_header.push_back(c);
+
+  std::string summary = csv_line(header), positions = csv_line(positions_header);
+  for (const PlannedRun& run : runs) {
+    const fs::path dir = layout.run_dir(run);
+    if (!fs::is_directory(dir) || !RunDirectory::open(dir).is_complete()) continue;
+    const nlohmann::json eval = RunDirectory::open(dir).read_json("eval.json");
+
+    std::vector<Cell> who = {Cell(study.name), Cell(run.id)};
+    for (const SweepAxis& axis : study.axes) who.push_back(Cell(run.sweep_values.at(axis.key)));
+    if (has_variants) who.push_back(Cell(run.variant));
+
+    for (const nlohmann::json& e : evaluations_of(eval)) {
+      std::vector<Cell> setting;
+      for (const char* c : {"kind", "factor", "seq_len", "mem_len"}) setting.push_back(json_cell(e, c));
+
+      std::vector<Cell> row = who;
+      row.insert(row.end(), setting.begin(), setting.end());
+      for (const char* c : {"loss", "accuracy", "exact_match", "tokens"}) row.push_back(json_cell(e, c));
+      for (const char* c : {"train_loss", "train_tokens_per_second", "train_seconds"})
+        row.push_back(json_cell(eval, c));
+      summary += csv_line(row);
+
+      if (!e.contains("loss_by_position") || !e["loss_by_position"].is_array()) continue;
+      const nlohmann::json& losses = e["loss_by_position"];
+      for (std::size_t p = 0; p < losses.size(); ++p) {
+        std::vector<Cell> line(who.begin() + 1, who.end());
+        line.insert(line.end(), setting.begin(), setting.end());
+        line.push_back(Cell(p));
+        line.push_back(losses[p].is_number() ? Cell(losses[p].get<double>()) : Cell(""));
+        positions += csv_line(line);
+      }
+    }
+  }
+  fs::create_directories(layout.root);
+  write_file_atomically(layout.summary(), summary);
+  write_file_atomically(layout.loss_by_position(), positions);
+}
+
+std::string to_string(RunStatus status) {
+  switch (status) {
+    case RunStatus::pending: return "pending";
+    case RunStatus::incomplete: return "incomplete";
+    case RunStatus::done: return "done";
+    case RunStatus::stale: return "stale";
+  }
+  return "?";
+}
+
+RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why) {
+  const fs::path dir = layout.run_dir(run);
+  if (!fs::exists(dir)) return RunStatus::pending;
+  if (!fs::is_directory(dir) || !RunDirectory::open(dir).is_complete())
+    return RunStatus::incomplete;
+  try {
+    const std::string made = comparable_toml(load_config((dir / "config.toml").string()));
+    const std::string planned = comparable_toml(run.config);
+    if (made == planned) return RunStatus::done;
+    if (why) *why = first_difference(made, planned);
+  } catch (const std::exception& e) {  // no config.toml, or one this poslab cannot read
+    if (why) *why = e.what();
+  }
+  return RunStatus::stale;
+}
+
+std::string shell_quote(const std::string& word) {
+  const bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](unsigned char c) {
+    return std::isalnum(c) || (c != 0 && std::strchr("_./=+:,@%-", c));
+  });
+  if (safe) return word;
+  std::string out = "'";
+  for (char c : word) out += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::string export_command(const PlannedRun& run, const StudyLayout& layout,
+                           const std::string& poslab) {
+  std::string train;
+  for (const std::string& arg : train_arguments(run, layout, poslab, 0))
+    train += (train.empty() ? "" : " ") + shell_quote(arg);
+  const std::string dir = shell_quote(layout.run_dir(run).string());
+  return "cd " + shell_quote(fs::current_path().string()) + " && if [ ! -f " +
+         shell_quote((layout.run_dir(run) / "eval.json").string()) + " ]; then rm -rf " + dir +
+         " && " + train + " > " + shell_quote(layout.log_file(run).string()) + " 2>&1; fi";
+}
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// 4. The scheduler
+// ---------------------------------------------------------------------------------------------
+
+// Signals, turned into bytes on a pipe (the self-pipe trick): the scheduler sleeps in poll() on
+// the pipe and wakes for a finished child (SIGCHLD) or an interruption (SIGINT, SIGTERM) without
+// the race of checking a flag just before a blocking wait. Installed for the scheduler's
+// lifetime, then the previous handlers are put back.
+volatile sig_atomic_t g_interrupted_by = 0;
+int g_wake_pipe = -1;
+
+extern "C" void on_signal(int signal) {
+  const int saved_errno = errno;
+  if (signal != SIGCHLD) g_interrupted_by = signal;
+  const char byte = 0;
+  [[maybe_unused]] const ssize_t ignored = ::write(g_wake_pipe, &byte, 1);
+  errno = saved_errno;
+}
+
+class SignalWatch {
+ public:
+  SignalWatch() {
+    if (::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
+      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+    g_wake_pipe = pipe_[1];
+    g_interrupted_by = 0;
+    struct sigaction action {};
+    action.sa_handler = on_signal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+    for (int i = 0; i < 3; ++i) {
+      ::sigaction(kSignals[i], nullptr, &previous_[i]);
+      // A signal ignored when we started (a background job's SIGINT) stays ignored.
+      if (kSignals[i] != SIGCHLD && previous_[i].sa_handler == SIG_IGN) continue;
+      ::sigaction(kSignals[i], &action, nullptr);
+    }
+  }
+  ~SignalWatch() {
+    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+    g_wake_pipe = -1;
+    ::close(pipe_[0]);
+    ::close(pipe_[1]);
+  }
+  SignalWatch(const SignalWatch&) = delete;
+  SignalWatch& operator=(const SignalWatch&) = delete;
+
+  // Sleeps until a signal arrives or `milliseconds` pass.
+  void wait(int milliseconds) {
+    pollfd fd{pipe_[0], POLLIN, 0};
+    ::poll(&fd, 1, milliseconds);
+    char buffer[64];
+    while (::read(pipe_[0], buffer, sizeof buffer) > 0) {
+    }
+  }
+
+  int interrupted_by() const { return g_interrupted_by; }
+
+ private:
+  static constexpr int kSignals[3] = {SIGCHLD, SIGINT, SIGTERM};
+  int pipe_[2] = {-1, -1};
+  struct sigaction previous_[3] {};
+};
+
+// Starts `args` with stdin from /dev/null and stdout and stderr appended to `log`.
+pid_t spawn_child(const std::string& executable, const std::vector<std::string>& args,
+                  const fs::path& log) {
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  std::vector<char*> argv;
+  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = 0;
+  const int error = posix_spawn(&pid, executable.c_str(), &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (error != 0)
+    throw std::runtime_error("cannot start " + executable + ": " + std::strerror(error));
+  return pid;
+}
+
+// "exit code 1", "killed by signal 9 (Killed)".
+std::string describe_exit(int status) {
+  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
+           strsignal(WTERMSIG(status)) + ")";
+  return "status " + std::to_string(status);
+}
+
+// Holds an exclusive lock on the results directory while the study runs, so that a second
+// `poslab run` cannot delete the "incomplete" directories the first one is writing.
+class ResultsLock {
+ public:
+  explicit ResultsLock(const fs::path& root) {
+    const fs::path file = root / ".lock";
+    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::runtime_error("cannot create " + file.string() + ": " + std::strerror(errno));
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw std::runtime_error("another `poslab run` is using " + root.string() +
+                               " (it holds " + file.string() + "); wait for it or use --out");
+    }
+  }
+  ~ResultsLock() { ::close(fd_); }
+  ResultsLock(const ResultsLock&) = delete;
+  ResultsLock& operator=(const ResultsLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+class Scheduler {
+ public:
+  // `executable` is what is started; `shown_as` is the name the children and logs see.
+  Scheduler(const Study& study, const std::vector<PlannedRun>& runs, const StudyLayout& layout,
+            std::string executable, std::string shown_as, int jobs, std::ostream& out)
+      : study_(study), runs_(runs), layout_(layout), executable_(std::move(executable)),
+        shown_as_(std::move(shown_as)), jobs_(jobs),
+        threads_(std::max(1, available_cores() / jobs)), out_(out) {}
+
+  // Runs the runs at `todo` (indices into runs); returns the exit code.
+  int run(const std::vector<std::size_t>& todo) {
+    start_ = Clock::now();
+    std::deque<std::size_t> queue(todo.begin(), todo.end());
+    SignalWatch signals;
+    bool forwarded = false;
+    while (true) {
+      while (!signals.interrupted_by() && running_.size() < static_cast<std::size_t>(jobs_) &&
+             !queue.empty()) {
+        start(queue.front());
+        queue.pop_front();
+      }
+      if (running_.empty()) break;
+      signals.wait(1000);
+      if (signals.interrupted_by() && !forwarded) {
+        out_ << "interrupted (" << strsignal(signals.interrupted_by()) << "): stopping "
+             << running_.size() << " running run(s); they stay incomplete and rerun next time"
+             << std::endl;
+        for (const Child& child : running_) ::kill(child.pid, signals.interrupted_by());
+        forwarded = true;
+      }
+      reap(signals.interrupted_by() != 0);
+    }
+    update_summary();
+    return finish(signals.interrupted_by(), queue.size());
+  }
+
+  std::size_t done = 0;  // runs done, those found done before starting included
+  std::size_t total = 0;
+
+ private:
+  struct Child {
+    pid_t pid;
+    std::size_t run;
+    Clock::time_point start;
+  };
+
+  void start(std::size_t index) {
+    const PlannedRun& run = runs_[index];
+    const fs::path dir = layout_.run_dir(run);
+    try {
+      fs::remove_all(dir);  // what an interrupted run left behind
+      fs::create_directories(dir.parent_path());
+      write_config_file(run, layout_);
+      const std::vector<std::string> args = train_arguments(run, layout_, shown_as_, threads_);
+      std::string command;
+      for (const std::string& a : args) command += (command.empty() ? "" : " ") + shell_quote(a);
+      write_file_atomically(layout_.log_file(run), "# " + command + "\n");
+      running_.push_back({spawn_child(executable_, args, layout_.log_file(run)), index, Clock::now()});
+      out_ << "[start] " << run.id << "  -> " << dir.string() << "\n";
+    } catch (const std::exception& e) {
+      failures_.push_back(run.id + ": " + e.what());
+      out_ << "[FAILED] " << run.id << ": " << e.what() << "\n";
+    }
+    print_progress();
+  }
+
+  void reap(bool interrupted) {
+    for (auto child = running_.begin(); child != running_.end();) {
+      int status = 0;
+      const pid_t pid = ::waitpid(child->pid, &status, WNOHANG);
+      if (pid == 0 || (pid < 0 && errno == EINTR)) {
+        ++child;
+        continue;
+      }
+      finished(*child, status, interrupted);
+      child = running_.erase(child);
+      print_progress();
+    }
+  }
+
+  void finished(const Child& child, int status, bool interrupted) {
+    const PlannedRun& run = runs_[child.run];
+    const double seconds = std::chrono::duration<double>(Clock::now() - child.start).count();
+    const fs::path dir = layout_.run_dir(run);
+    const bool complete = fs::is_directory(dir) && RunDirectory::open(dir).is_complete();
+    const bool succeeded = WIFEXITED(status) && WEXITSTATUS(status) == 0 && complete;
+    if (succeeded) {
+      ++done;
+      seconds_finished_ += seconds, ++count_finished_;
+      out_ << "[done] " << run.id << " in " << format_duration(seconds) << "\n";
+      update_summary();
+    } else if (interrupted) {
+      out_ << "[stopped] " << run.id << " (incomplete; reruns next time)\n";
+    } else {
+      seconds_finished_ += seconds, ++count_finished_;
+      const std::string why = WIFEXITED(status) && WEXITSTATUS(status) == 0
+                                  ? "exited 0 but wrote no eval.json"
+                                  : describe_exit(status);
+      const std::string log = layout_.log_file(run).string();
+      failures_.push_back(run.id + ": " + why + "; log: " + log);
+      out_ << "[FAILED] " << run.id << ": " << why << "; log: " << log << "\n";
+      if (const std::string last = last_line_of(log); !last.empty())
+        out_ << "         " << last << "\n";
+    }
+  }
+
+  // "[3/9 done, 2 running, 0 failed] elapsed 1m05s, ETA 2m10s"
+  void print_progress() {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    out_ << "[" << done << "/" << total << " done, " << running_.size() << " running, "
+         << failures_.size() << " failed] elapsed " << format_duration(elapsed) << ", ETA ";
+    const std::size_t remaining = total - done - failures_.size();
+    if (remaining == 0) out_ << "0s";
+    else if (count_finished_ == 0) out_ << "?";
+    else
+      out_ << format_duration(seconds_finished_ / count_finished_ * remaining /
+                              std::min<std::size_t>(jobs_, remaining));
+    out_ << std::endl;  // flushed: the progress is read while it happens
+  }
+
+  void update_summary() {
+    try {
+      write_summary(study_, runs_, layout_);
+    } catch (const std::exception& e) {
+      out_ << "warning: cannot write the summary: " << e.what() << "\n";
+    }
+  }
+
+  int finish(int signal, std::size_t not_started) {
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
+    out_ << "study '" << study_.name << "': " << done << " of " << total << " runs done";
+    if (!failures_.empty()) out_ << ", " << failures_.size() << " failed";
+    out_ << " (" << format_duration(elapsed) << "); summary: " << layout_.summary().string()
+         << "\n";
+    for (const std::string& f : failures_) out_ << "  FAILED " << f << "\n";
+    if (signal) {
+      out_ << "interrupted: " << total - done - failures_.size() << " run(s) not done ("
+           << not_started << " not started); run the same command again to resume\n";
+      return 128 + signal;
+    }
+    return failures_.empty() ? 0 : 1;
+  }
+
+  const Study& study_;
+  const std::vector<PlannedRun>& runs_;
+  const StudyLayout& layout_;
+  std::string executable_, shown_as_;
+  int jobs_, threads_;
+  std::ostream& out_;
+  Clock::time_point start_;
+  std::vector<Child> running_;
+  std::vector<std::string> failures_;
+  double seconds_finished_ = 0;
+  std::size_t count_finished_ = 0;
+};
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// run_study: plan, check, then do what was asked
+// ---------------------------------------------------------------------------------------------
+
+int run_study(const RunStudyOptions& options, std::ostream& out) {
+  if (options.jobs < 1) throw std::runtime_error("--jobs must be at least 1");
+  const Study study = load_study(options.study_path);
+  std::vector<PlannedRun> runs = expand_study(study, options.smoke);  // may throw: nothing written
+
+  StudyLayout layout;
+  if (!options.out.empty()) layout.root = options.out;
+  else layout.root = fs::path("results") / (study.name + (options.smoke ? "-smoke" : ""));
+  place_runs(runs, layout);
+
+  std::vector<RunStatus> status;
+  std::vector<std::string> why(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i) status.push_back(run_status(runs[i], layout, &why[i]));
+
+  if (options.dry_run) return print_dry_run(study, runs, status, why, layout, out);
+
+  std::string stale;
+  std::size_t stale_count = 0;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (status[i] == RunStatus::stale && ++stale_count <= 5)
+      stale += "\n  " + layout.run_dir(runs[i]).string() + ": " + why[i];
+  if (stale_count > 5) stale += "\n  ... and " + std::to_string(stale_count - 5) + " more";
+  if (!stale.empty())
+    throw std::runtime_error("finished runs in " + layout.root.string() +
+                             " were made with another config than " + study.source +
+                             " now gives:" + stale +
+                             "\ndelete those directories to run them again, or use --out DIR");
+
+  if (!options.export_format.empty())
+    return export_runs(study, runs, status, layout, options, out);
+
+  const std::string executable = child_executable(options);
+  if (::access(executable.c_str(), X_OK) != 0)
+    throw std::runtime_error("--poslab " + executable + ": not an executable file");
+
+  fs::create_directories(layout.root);
+  ResultsLock lock(layout.root);
+  write_file_atomically(layout.root / "study.toml", read_text_file(options.study_path));
+
+  Scheduler scheduler(study, runs, layout, executable, exported_executable(options), options.jobs,
+                      out);
+  scheduler.total = runs.size();
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (status[i] == RunStatus::done) ++scheduler.done;
+    else todo.push_back(i);
+  }
+  out << "study '" << study.name << "': " << runs.size() << " runs, " << scheduler.done
+      << " already done, " << todo.size() << " to run, " << options.jobs
+      << " at a time; results in " << layout.root.string() << std::endl;
+  return scheduler.run(todo);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. The command line
+// ---------------------------------------------------------------------------------------------
+
+CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
+  CLI::App* run = app.add_subcommand(
+      "run", "Run a study: every run of a grid of settings, N at a time, resumable, summarized.");
+  run->add_option("study", options.study_path, "Study file, e.g. experiments/state_reuse.toml")
+      ->type_name("STUDY")
+      ->required();
+  run->add_option("--jobs,-j", options.jobs,
+                  "Runs at the same time (default 1); each gets max(1, cores / jobs) threads")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1024));
+  CLI::Option* dry_run = run->add_flag(
+      "--dry-run", options.dry_run,
+      "List the runs with their ids, directories and status (done/pending); write nothing");
+  run->add_flag("--smoke", options.smoke,
+                "Apply the [smoke] overrides (a tiny version); results go to results/NAME-smoke/");
+  run->add_option("--out", options.out,
+                  "Results directory (default results/NAME, or results/NAME-smoke with --smoke)")
+      ->type_name("DIR");
+  CLI::Option* export_option =
+      run->add_option("--export", options.export_format,
+                      "Run nothing: write the pending runs' configs and print one shell command "
+                      "per run (commands), or write a Slurm job-array script (slurm)")
+          ->type_name("commands|slurm")
+          ->check(CLI::IsMember({"commands", "slurm"}));
+  dry_run->excludes(export_option);
+  run->add_option("--poslab", options.poslab,
+                  "The poslab executable the runs use (default: this one, /proc/self/exe)")
+      ->type_name("PATH");
+  run->footer(R"(The study file (TOML):
+  # free comments: what the study shows, how long it takes, the command to reproduce
+  [study]
+  name = "state_reuse"            # results go to results/<name>/ (or --out DIR)
+  [base]                          # a run config, same schema as `poslab train` configs
+  [base.model]                    # (out_dir is ignored: the runner sets it per run)
+  d_model = 64
+  [sweep]                         # grid axes: every combination is one run
+  "encoding.type" = ["none", "shaw", "transformer_xl"]
+  "train.seed" = [1, 2, 3]
+  [[variant]]                     # optional: named override sets crossed with the grid
+  name = "no_a"
+  set = { "encoding.term_a" = false }
+  [smoke]                         # overrides applied by --smoke: a tiny version in seconds
+  "train.steps" = 5
+Every run's config is checked before anything runs; a mistake names the file, line and key.
+A run is named by its settings (encoding.type=shaw,train.seed=2, or no_a,train.seed=1).
+
+Writes into the results directory (results/NAME, results/NAME-smoke with --smoke):
+  configs/<run>.toml, runs/<run>/ (by `poslab train`; eval.json last), runs/<run>.log,
+  summary.csv (a row per run and evaluation setting; columns study, run, one per axis,
+  variant, kind, factor, seq_len, mem_len, loss, accuracy, exact_match, tokens, train_loss,
+  train_tokens_per_second, train_seconds), loss_by_position.csv, study.toml (a copy);
+  --export: commands.txt, and slurm.sh for --export slurm.
+Resumable: finished runs (with eval.json) are skipped; interrupted ones are deleted and rerun.
+A failed run is reported with its log and the others go on; the exit code is then 1.
+Ctrl-C stops the running runs (they rerun next time); exit code 130.
+Example:
+  poslab run experiments/state_reuse.toml --dry-run
+  poslab run experiments/state_reuse.toml --smoke
+  poslab run experiments/state_reuse.toml --jobs 2
+  poslab run experiments/state_reuse.toml --export slurm)");
+  return run;
+}
+
+}  // namespace poslab

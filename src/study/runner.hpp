@@ -1,0 +1,108 @@
+// `poslab run experiments/NAME.toml`: every run of a study (study/study.hpp), N at a time, as
+// child processes of `poslab train`; resumable; with one summary table at the end.
+//
+//   poslab run experiments/state_reuse.toml --jobs 2      run what is not done yet
+//   poslab run experiments/state_reuse.toml --dry-run     list the runs and their status
+//   poslab run experiments/state_reuse.toml --smoke       the tiny version, in seconds
+//   poslab run experiments/state_reuse.toml --export slurm
+//
+// What it writes (the results directory, results/NAME/ unless --out; results/NAME-smoke/ for
+// --smoke, so that smoke results never mix with real ones):
+//
+//   study.toml                 a copy of the study file, as it was run
+//   configs/<run>.toml         each run's resolved config (config_to_toml), out_dir included
+//   runs/<run>/                each run's directory, written by `poslab train` (eval.json last)
+//   runs/<run>.log             the run's stdout and stderr
+//   summary.csv                one row per (finished run, evaluation setting)
+//   loss_by_position.csv       one row per (finished run, evaluation setting, position)
+//   commands.txt, slurm.sh     --export only
+//
+// How it runs:
+// - Every run's config is resolved before anything starts; a bad study writes nothing.
+// - Resuming: a run whose directory is complete (has eval.json) is skipped; a directory without
+//   eval.json is an interrupted run: it is deleted and run again. A finished run made with a
+//   different config than the study now gives is an error (delete it, or use --out), never
+//   silently reused.
+// - Each child is `POSLAB train --config configs/<run>.toml --set train.threads=T` with
+//   T = max(1, cores / jobs), unless the study chose train.threads itself. POSLAB is
+//   /proc/self/exe: the very binary that is running, even if it is rebuilt meanwhile.
+// - A failed run (non-zero exit) is reported with its log and the study goes on; the exit code
+//   is 1 at the end if any run failed.
+// - Ctrl-C (SIGINT) or SIGTERM is forwarded to the running children; their directories stay
+//   incomplete and are run again next time. Exit code 130 (143 for SIGTERM).
+// - Only one `poslab run` at a time may use a results directory (a lock file, results/.../.lock).
+#pragma once
+
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "study/study.hpp"
+
+namespace CLI {
+class App;
+}
+
+namespace poslab {
+
+// Where everything of a study goes, under its results directory.
+struct StudyLayout {
+  std::filesystem::path root;  // results/NAME
+
+  std::filesystem::path config_file(const PlannedRun& r) const {
+    return root / "configs" / (r.dir_name + ".toml");
+  }
+  std::filesystem::path run_dir(const PlannedRun& r) const { return root / "runs" / r.dir_name; }
+  std::filesystem::path log_file(const PlannedRun& r) const {
+    return root / "runs" / (r.dir_name + ".log");
+  }
+  std::filesystem::path summary() const { return root / "summary.csv"; }
+  std::filesystem::path loss_by_position() const { return root / "loss_by_position.csv"; }
+  std::filesystem::path commands() const { return root / "commands.txt"; }
+  std::filesystem::path slurm_script() const { return root / "slurm.sh"; }
+};
+
+// The options of `poslab run`.
+struct RunStudyOptions {
+  std::string study_path;
+  int jobs = 1;
+  bool dry_run = false;
+  bool smoke = false;
+  std::string out;            // results directory; "" = results/NAME (results/NAME-smoke)
+  std::string export_format;  // "", "commands" or "slurm"
+  std::string poslab;         // the executable for the runs; "" = /proc/self/exe
+};
+
+// Adds the `run` subcommand, with its options and help, to `app`.
+CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options);
+
+// Does what `poslab run` was asked to; returns the exit code. Throws ConfigError for a bad study
+// (before anything is written) and std::runtime_error for what goes wrong outside the runs.
+int run_study(const RunStudyOptions& options, std::ostream& out);
+
+// What a run's directory says about it.
+enum class RunStatus {
+  pending,     // no directory yet
+  incomplete,  // a directory without eval.json: interrupted; deleted and run again
+  done,        // eval.json exists, and config.toml is the one the study gives
+  stale,       // eval.json exists, but the run was made with another config
+};
+std::string to_string(RunStatus status);
+
+// `why`, if given, receives what differs for a stale run.
+RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why = nullptr);
+
+// The command that runs `run` from any directory: cd to the current directory, skip the run if
+// it is done, otherwise remove what an interrupted run left and train, logging to its .log.
+std::string export_command(const PlannedRun& run, const StudyLayout& layout,
+                           const std::string& poslab);
+
+// `word` quoted for a POSIX shell, if it needs it: it's -> 'it'\''s'.
+std::string shell_quote(const std::string& word);
+
+// Rewrites summary.csv and loss_by_position.csv (atomically) from every complete run's eval.json.
+void write_summary(const Study& study, const std::vector<PlannedRun>& runs,
+                   const StudyLayout& layout);
+
+}  // namespace poslab

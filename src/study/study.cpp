@@ -1,0 +1,537 @@
+// Reading a study file (study.hpp): TOML -> Study -> one resolved Config per run.
+//
+// The steps:
+//   1. parse_study reads the tables of the file with toml++, checks their shape (a name, axes
+//      that are non-empty lists, variants with unique names) and turns every value into TOML
+//      text, because the config loader takes settings as text (`--set key=value`).
+//   2. [base] is written back out as a standalone config file (base_toml), remembering for each
+//      of its lines the study line it came from.
+//   3. expand_study walks the grid x variants, and resolves every run with
+//      config_from_string(base_toml, study file, the run's overrides). The loader's errors say
+//      "FILE:LINE: ..." for base_toml and "--set key=value: ..." for overrides; explain_error
+//      turns both back into a line of the study file and the axis or variant at fault.
+#include "study/study.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include <toml++/toml.h>
+
+#include "config/load.hpp"
+
+namespace poslab {
+namespace {
+
+[[noreturn]] void fail(const std::string& where, const std::string& what) {
+  throw ConfigError(where + ": " + what);
+}
+
+// "study.toml:12", or just "study.toml" when toml++ knows no line.
+std::string at_line(const std::string& source, std::size_t line) {
+  return line ? source + ":" + std::to_string(line) : source;
+}
+
+std::size_t line_of(const toml::node& node) { return node.source().begin.line; }
+
+std::string join(const std::vector<std::string>& words, const std::string& separator) {
+  std::string out;
+  for (std::size_t i = 0; i < words.size(); ++i) out += (i ? separator : "") + words[i];
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values as TOML text
+// ---------------------------------------------------------------------------------------------
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      case '\r': out += "\\r"; break;
+      default:
+        if (c < 0x20 || c == 0x7f) {
+          char code[8];
+          std::snprintf(code, sizeof code, "\\u%04x", c);
+          out += code;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+// A key as TOML writes it: bare if it can be, quoted otherwise ("train.seed" keeps its quotes,
+// so that it stays one key).
+std::string toml_key(const std::string& key) {
+  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
+    return std::isalnum(c) || c == '_' || c == '-';
+  });
+  return bare ? key : quoted(key);
+}
+
+// The shortest text that reads back as exactly `x`, and reads as a float: 0.001, 3e-4, 2.0.
+std::string float_text(double x) {
+  if (std::isnan(x)) return "nan";
+  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
+  char buffer[64];
+  std::string text(buffer, std::to_chars(buffer, buffer + sizeof buffer, x).ptr);
+  if (const auto e = text.find('e'); e != std::string::npos) {  // 1e-04 -> 1e-4, 1e+300 -> 1e300
+    const bool negative = text[e + 1] == '-';
+    std::string digits = text.substr(e + 2);
+    digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
+    text = text.substr(0, e) + (negative ? "e-" : "e") + digits;
+  } else if (text.find('.') == std::string::npos) {
+    text += ".0";  // 2 would read back as an integer
+  }
+  return text;
+}
+
+// Any TOML value as TOML text on one line; tables become inline tables.
+std::string toml_text(const toml::node& node) {
+  std::ostringstream out;
+  switch (node.type()) {
+    case toml::node_type::string: return quoted(node.as_string()->get());
+    case toml::node_type::integer: return std::to_string(node.as_integer()->get());
+    case toml::node_type::floating_point: return float_text(node.as_floating_point()->get());
+    case toml::node_type::boolean: return node.as_boolean()->get() ? "true" : "false";
+    case toml::node_type::date: out << node.as_date()->get(); return out.str();
+    case toml::node_type::time: out << node.as_time()->get(); return out.str();
+    case toml::node_type::date_time: out << node.as_date_time()->get(); return out.str();
+    case toml::node_type::array: {
+      std::vector<std::string> items;
+      for (const toml::node& item : *node.as_array()) items.push_back(toml_text(item));
+      return "[" + join(items, ", ") + "]";
+    }
+    case toml::node_type::table: {
+      std::vector<std::string> items;
+      for (auto&& [key, value] : *node.as_table())
+        items.push_back(toml_key(std::string(key.str())) + " = " + toml_text(value));
+      return items.empty() ? "{}" : "{ " + join(items, ", ") + " }";
+    }
+    default: return "";
+  }
+}
+
+StudyValue study_value(const toml::node& node) {
+  StudyValue v;
+  v.toml = toml_text(node);
+  v.text = node.is_string() ? node.as_string()->get() : v.toml;  // shaw, not "shaw"
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tables in file order
+// ---------------------------------------------------------------------------------------------
+
+// One `key = value` of a table. toml++ keeps a table's keys sorted by name; studies are read
+// in the order they were written (the first axis is the outermost loop).
+struct Entry {
+  std::string key;
+  const toml::node* node;
+  std::size_t line, column;
+};
+
+void sort_by_position(std::vector<Entry>& entries) {
+  std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) {
+    return std::tie(a.line, a.column) < std::tie(b.line, b.column);
+  });
+}
+
+std::vector<Entry> entries_of(const toml::table& table) {
+  std::vector<Entry> entries;
+  for (auto&& [key, node] : table)
+    entries.push_back({std::string(key.str()), &node, node.source().begin.line,
+                       node.source().begin.column});
+  sort_by_position(entries);
+  return entries;
+}
+
+// The leaves of a table of settings, nested tables opened up and their keys joined with '.':
+// `"train.seed" = 1`, `train.seed = 1` and `[x.train] seed = 1` all give the key "train.seed".
+void collect_leaves(const toml::table& table, const std::string& prefix, std::vector<Entry>& out) {
+  for (auto&& [key, node] : table) {
+    const std::string name = prefix + std::string(key.str());
+    if (node.is_table())
+      collect_leaves(*node.as_table(), name + ".", out);
+    else
+      out.push_back({name, &node, node.source().begin.line, node.source().begin.column});
+  }
+}
+
+std::vector<Entry> leaves_of(const toml::table& table) {
+  std::vector<Entry> leaves;
+  collect_leaves(table, "", leaves);
+  sort_by_position(leaves);
+  return leaves;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks on names and keys
+// ---------------------------------------------------------------------------------------------
+
+// Letters, digits, '_', '-' and '.', not starting with '.': safe as a directory name anywhere.
+bool is_plain_name(const std::string& name) {
+  return !name.empty() && name[0] != '.' &&
+         std::all_of(name.begin(), name.end(), [](unsigned char c) {
+           return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+         });
+}
+
+// A key of [sweep], [smoke] or a variant's `set`: a config key such as "encoding.term_a".
+void check_setting_key(const std::string& source, const Entry& e, const std::string& table) {
+  if (!is_plain_name(e.key) || e.key.back() == '.')
+    fail(at_line(source, e.line), table + ": '" + e.key +
+                                      "' is not a config key (write section.key, e.g. "
+                                      "\"train.seed\")");
+  if (e.key == "out_dir")
+    fail(at_line(source, e.line),
+         table + ": out_dir cannot be set here: the runner gives every run its own directory "
+                 "(results/<study>/runs/<run>)");
+  if (e.node->is_array_of_tables())
+    fail(at_line(source, e.line), table + ": '" + e.key + "' is not a config value");
+}
+
+// Duplicate keys can only come from writing one key two ways ("train.seed" and train.seed).
+void check_unique_keys(const std::string& source, const std::vector<Entry>& entries,
+                       const std::string& table) {
+  std::set<std::string> seen;
+  for (const Entry& e : entries)
+    if (!seen.insert(e.key).second)
+      fail(at_line(source, e.line), table + ": '" + e.key + "' is set twice");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The tables of a study file
+// ---------------------------------------------------------------------------------------------
+
+const std::vector<std::string> kStudyTables = {"study", "base", "sweep", "variant", "smoke"};
+
+void read_study_table(const toml::node* node, Study& study) {
+  if (!node) fail(study.source, "missing [study] table: a study needs [study] name = \"...\"");
+  if (!node->is_table())
+    fail(at_line(study.source, line_of(*node)), "'study' must be a table: [study]");
+  for (const Entry& e : entries_of(*node->as_table())) {
+    if (e.key != "name" && e.key != "description")
+      fail(at_line(study.source, e.line),
+           "unknown key 'study." + e.key + "'; [study] has name and description");
+    if (!e.node->is_string())
+      fail(at_line(study.source, e.line), "study." + e.key + " must be a string");
+    (e.key == "name" ? study.name : study.description) = e.node->as_string()->get();
+  }
+  const std::string where = at_line(study.source, line_of(*node));
+  if (study.name.empty())
+    fail(where, "[study] needs a name: name = \"...\" (results go to results/<name>/)");
+  if (!is_plain_name(study.name))
+    fail(where, "study.name '" + study.name +
+                    "' must be a plain directory name (letters, digits, '_', '-', '.')");
+}
+
+// A text and, for each of its lines, the study line it came from.
+struct TextWithLines {
+  std::string text;
+  std::vector<std::size_t> lines;
+  void add(const std::string& line, std::size_t source_line) {
+    text += line + "\n";
+    lines.push_back(source_line);
+  }
+};
+
+// [base] -> a config file: its plain keys (out_dir) first, then one [section] per sub-table.
+// Anything deeper is written as an inline table, for the loader to accept or reject.
+void read_base_table(const toml::node* node, Study& study) {
+  if (!node) return;  // no [base]: every default
+  if (!node->is_table())
+    fail(at_line(study.source, line_of(*node)), "'base' must be a table: [base]");
+  const std::vector<Entry> entries = entries_of(*node->as_table());
+  TextWithLines out;
+  for (const Entry& e : entries)
+    if (!e.node->is_table()) out.add(toml_key(e.key) + " = " + toml_text(*e.node), e.line);
+  for (const Entry& e : entries) {
+    if (!e.node->is_table()) continue;
+    const std::vector<Entry> keys = entries_of(*e.node->as_table());
+    // A table made only by dotted keys (base.model.d_model = 1) has no header line of its own.
+    const std::size_t header_line = e.line ? e.line : (keys.empty() ? 0 : keys.front().line);
+    std::string header = "[";  // (built piece by piece: g++ 12 warns falsely on "[" + s + "]")
+    header += toml_key(e.key);
+    header += "]";
+    out.add(header, header_line);
+    for (const Entry& k : keys) out.add(toml_key(k.key) + " = " + toml_text(*k.node), k.line);
+  }
+  study.base_toml = out.text;
+  study.base_lines = out.lines;
+}
+
+void read_sweep_table(const toml::node* node, Study& study) {
+  if (!node) return;
+  if (!node->is_table())
+    fail(at_line(study.source, line_of(*node)), "'sweep' must be a table: [sweep]");
+  const std::vector<Entry> leaves = leaves_of(*node->as_table());
+  check_unique_keys(study.source, leaves, "[sweep]");
+  for (const Entry& e : leaves) {
+    const std::string where = at_line(study.source, e.line);
+    check_setting_key(study.source, e, "[sweep]");
+    if (!e.node->is_array())
+      fail(where, "[sweep] axis '" + e.key + "' must be a list of values, e.g. \"" + e.key +
+                      "\" = [" + toml_text(*e.node) + ", ...]");
+    SweepAxis axis{e.key, {}, e.line};
+    std::set<std::string> seen;
+    for (const toml::node& value : *e.node->as_array()) {
+      axis.values.push_back(study_value(value));
+      if (!seen.insert(axis.values.back().toml).second)
+        fail(where, "[sweep] axis '" + e.key + "' lists the value " + axis.values.back().toml +
+                        " twice");
+    }
+    if (axis.values.empty())
+      fail(where, "[sweep] axis '" + e.key + "' is empty: an axis needs at least one value "
+                  "(remove it to keep [base]'s value)");
+    study.axes.push_back(std::move(axis));
+  }
+}
+
+std::vector<StudySetting> read_settings(const toml::table& table, const std::string& what,
+                                        const std::string& source) {
+  const std::vector<Entry> leaves = leaves_of(table);
+  check_unique_keys(source, leaves, what);
+  std::vector<StudySetting> settings;
+  for (const Entry& e : leaves) {
+    check_setting_key(source, e, what);
+    settings.push_back({e.key, study_value(*e.node), e.line});
+  }
+  return settings;
+}
+
+void read_variants(const toml::node* node, Study& study) {
+  if (!node) return;
+  if (!node->is_array_of_tables())
+    fail(at_line(study.source, line_of(*node)),
+         "variants are written [[variant]] (one such table per variant), each with a name and "
+         "a set = { ... } of overrides");
+  std::set<std::string> names;
+  for (const toml::node& item : *node->as_array()) {
+    const std::size_t line = line_of(item);
+    const std::string where = at_line(study.source, line);
+    Variant variant{"", {}, line};
+    for (const Entry& e : entries_of(*item.as_table())) {
+      if (e.key == "name") {
+        if (!e.node->is_string())
+          fail(at_line(study.source, e.line), "variant name must be a string");
+        variant.name = e.node->as_string()->get();
+      } else if (e.key == "set") {
+        if (!e.node->is_table())
+          fail(at_line(study.source, e.line),
+               "variant 'set' must be a table: set = { \"encoding.term_a\" = false }");
+        variant.set = read_settings(*e.node->as_table(),
+                                    "variant '" + variant.name + "' set", study.source);
+      } else {
+        fail(at_line(study.source, e.line),
+             "unknown key '" + e.key + "' in [[variant]]; a variant has name and set");
+      }
+    }
+    if (variant.name.empty()) fail(where, "[[variant]] needs a name: name = \"...\"");
+    if (!is_plain_name(variant.name))
+      fail(where, "variant name '" + variant.name +
+                      "' must be a plain name (letters, digits, '_', '-', '.'): it names "
+                      "directories");
+    if (!names.insert(variant.name).second)
+      fail(where, "duplicate variant name '" + variant.name + "'");
+    for (const StudySetting& s : variant.set)
+      for (const SweepAxis& axis : study.axes)
+        if (s.key == axis.key)
+          fail(at_line(study.source, s.line),
+               "variant '" + variant.name + "' sets '" + s.key +
+                   "', which is also a [sweep] axis; a run can take it from only one of them");
+    study.variants.push_back(std::move(variant));
+  }
+}
+
+void read_smoke_table(const toml::node* node, Study& study) {
+  if (!node) return;
+  if (!node->is_table())
+    fail(at_line(study.source, line_of(*node)), "'smoke' must be a table: [smoke]");
+  study.smoke = read_settings(*node->as_table(), "[smoke]", study.source);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Expansion: the runs and their configs
+// ---------------------------------------------------------------------------------------------
+
+// One override of a run, and where it came from in the study file.
+struct AppliedSetting {
+  std::string text;    // "train.seed=2"
+  std::size_t line;
+  std::string origin;  // "in [sweep] axis 'train.seed'"
+};
+
+// The loader reports "--set key=value: what" for an override and "FILE:N: what" for line N of
+// base_toml. Both become "FILE:LINE: in <origin>: what (while resolving run 'ID')".
+std::string explain_error(const Study& study, const std::vector<AppliedSetting>& applied,
+                          const std::string& run_id, const std::string& message) {
+  const std::string context = " (while resolving run '" + run_id + "')";
+  for (const AppliedSetting& a : applied) {
+    const std::string prefix = "--set " + a.text + ": ";
+    if (message.rfind(prefix, 0) == 0)
+      return at_line(study.source, a.line) + ": " + a.origin + ": " +
+             message.substr(prefix.size()) + context;
+  }
+  const std::string file_prefix = study.source + ":";
+  if (message.rfind(file_prefix, 0) == 0) {
+    std::size_t n = 0;
+    const char* first = message.data() + file_prefix.size();
+    const char* last = message.data() + message.size();
+    const auto [end, error] = std::from_chars(first, last, n);
+    if (error == std::errc() && end != last && *end == ':' && n >= 1 &&
+        n <= study.base_lines.size())
+      return at_line(study.source, study.base_lines[n - 1]) + ": in [base]" +
+             std::string(end, last) + context;
+  }
+  return message + context;
+}
+
+Config resolve_run(const Study& study, const std::vector<AppliedSetting>& applied,
+                   const std::string& run_id) {
+  std::vector<std::string> overrides;
+  for (const AppliedSetting& a : applied) overrides.push_back(a.text);
+  try {
+    return config_from_string(study.base_toml, study.source, overrides);
+  } catch (const ConfigError& e) {
+    throw ConfigError(explain_error(study, applied, run_id, e.what()));
+  }
+}
+
+// Letters, digits and . _ + - stay; anything else becomes '_'.
+std::string filesystem_safe(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    if (!(std::isalnum(u) || c == '.' || c == '_' || c == '+' || c == '-')) c = '_';
+  }
+  return out;
+}
+
+// File names are limited to 255 bytes: a long name keeps its beginning and gains a hash of
+// the whole, so that it stays unique and the same from one invocation to the next.
+std::string shorten(const std::string& name) {
+  constexpr std::size_t kMax = 200;
+  if (name.size() <= kMax) return name;
+  std::uint64_t hash = 14695981039346656037ull;  // FNV-1a
+  for (unsigned char c : name) hash = (hash ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(hash));
+  return name.substr(0, kMax - 17) + "-" + hex;
+}
+
+}  // namespace
+
+Study parse_study(const std::string& toml_text, const std::string& source_name) {
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, source_name);
+  } catch (const toml::parse_error& e) {
+    fail(at_line(source_name, e.source().begin.line),
+         "TOML syntax error: " + std::string(e.description()));
+  }
+  Study study;
+  study.source = source_name;
+  for (const Entry& e : entries_of(root)) {
+    if (std::find(kStudyTables.begin(), kStudyTables.end(), e.key) != kStudyTables.end()) continue;
+    const std::string what = e.node->is_table() ? "table [" + e.key + "]" : "key '" + e.key + "'";
+    fail(at_line(source_name, e.line),
+         "unknown " + what +
+             "; a study file has the tables [study], [base], [sweep], [[variant]] and [smoke]");
+  }
+  read_study_table(root.get("study"), study);
+  read_base_table(root.get("base"), study);
+  read_sweep_table(root.get("sweep"), study);
+  read_variants(root.get("variant"), study);  // after [sweep]: a variant may not set an axis
+  read_smoke_table(root.get("smoke"), study);
+  return study;
+}
+
+Study load_study(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, "cannot read the study file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_study(text.str(), path);
+}
+
+std::vector<PlannedRun> expand_study(const Study& study, bool smoke) {
+  std::vector<AppliedSetting> smoke_settings;
+  for (const StudySetting& s : study.smoke)
+    smoke_settings.push_back({s.override_text(), s.line, "in [smoke]"});
+
+  // No variant is the same as one unnamed variant that sets nothing.
+  std::vector<const Variant*> variants;
+  for (const Variant& v : study.variants) variants.push_back(&v);
+  if (variants.empty()) variants.push_back(nullptr);
+
+  std::size_t grid_size = 1;
+  for (const SweepAxis& axis : study.axes) grid_size *= axis.values.size();
+
+  std::vector<PlannedRun> runs;
+  std::map<std::string, std::string> id_of_dir;  // to catch two runs sharing a directory
+  for (const Variant* variant : variants) {
+    // `choice[a]` is the index of axis a's value; the last axis turns fastest (an odometer).
+    std::vector<std::size_t> choice(study.axes.size(), 0);
+    for (std::size_t point = 0; point < grid_size; ++point) {
+      PlannedRun run;
+      std::vector<std::string> id_parts, dir_parts;
+      std::vector<AppliedSetting> applied;
+      if (variant) {
+        run.variant = variant->name;
+        id_parts.push_back(variant->name);
+        dir_parts.push_back(variant->name);
+      }
+      for (std::size_t a = 0; a < study.axes.size(); ++a) {
+        const SweepAxis& axis = study.axes[a];
+        const StudyValue& value = axis.values[choice[a]];
+        run.sweep_values[axis.key] = value.text;
+        id_parts.push_back(axis.key + "=" + value.text);
+        dir_parts.push_back(axis.key + "-" + filesystem_safe(value.text));
+        applied.push_back({axis.key + "=" + value.toml, axis.line,
+                           "in [sweep] axis '" + axis.key + "' = " + value.toml});
+      }
+      if (variant)
+        for (const StudySetting& s : variant->set)
+          applied.push_back({s.override_text(), s.line, "in variant '" + variant->name + "'"});
+
+      run.id = id_parts.empty() ? "base" : join(id_parts, ",");
+      run.dir_name = shorten(dir_parts.empty() ? "base" : join(dir_parts, "__"));
+      if (auto [it, fresh] = id_of_dir.emplace(run.dir_name, run.id); !fresh)
+        fail(study.source, "runs '" + it->second + "' and '" + run.id +
+                               "' would share the directory '" + run.dir_name +
+                               "'; make their values differ in letters or digits");
+
+      // Resolve with [smoke] too, whether or not it is asked for: --smoke must never be the
+      // first to find a mistake in it.
+      std::vector<AppliedSetting> with_smoke = applied;
+      with_smoke.insert(with_smoke.end(), smoke_settings.begin(), smoke_settings.end());
+      const Config plain = resolve_run(study, applied, run.id);
+      const Config smoked = resolve_run(study, with_smoke, run.id);
+      run.config = smoke ? smoked : plain;
+      for (const AppliedSetting& a : smoke ? with_smoke : applied) run.overrides.push_back(a.text);
+      runs.push_back(std::move(run));
+
+      for (std::size_t a = study.axes.size(); a-- > 0;) {  // next grid point
+        if (++choice[a] < study.axes[a].values.size()) break;
+        choice[a] = 0;
+      }
+    }
+  }
+  return runs;
+}
+
+}  // namespace poslab

@@ -1,0 +1,135 @@
+// A study: many runs of `poslab train` that differ in a few settings, described in one TOML file
+// and run with `poslab run experiments/NAME.toml` (study/runner.hpp).
+//
+// The study file
+// --------------
+//
+//   # free comments: what the study shows, how long it takes, the command to reproduce
+//   [study]
+//   name = "state_reuse"              # results go to results/<name>/ (or --out DIR)
+//   description = "..."               # optional
+//
+//   [base]                            # a run config, same schema as `poslab train` configs
+//   out_dir = "ignored"               # (the runner sets out_dir per run)
+//   [base.model]
+//   d_model = 64
+//   [base.encoding]
+//   type = "none"
+//
+//   [sweep]                           # grid axes: every combination is one run
+//   "encoding.type" = ["none", "shaw", "transformer_xl"]
+//   "train.seed" = [1, 2, 3]
+//
+//   [[variant]]                       # optional: named override sets crossed with the grid
+//   name = "no_a"
+//   set = { "encoding.term_a" = false }
+//
+//   [smoke]                           # overrides applied by --smoke: a tiny version in seconds
+//   "train.steps" = 5
+//
+// Keys in [sweep], [smoke] and a variant's `set` are config keys `section.key`, written quoted
+// ("train.seed") or as TOML dotted keys (train.seed), which mean the same here. A sweep value is
+// any TOML value the key accepts: ["shaw", "none"], [1, 2], [1e-3, 3e-4], [true, false].
+//
+// Which runs a study has
+// ----------------------
+// The grid is every combination of the axes' values, the first axis varying slowest (nested loops
+// in file order). Variants multiply it: each variant is run at every grid point. With no variant
+// the runs are the grid points; with no axis, the variants; with neither, one run called "base".
+// A run's settings are applied on top of [base] in this order: its sweep values, its variant's
+// `set`, and with --smoke the [smoke] overrides (the last word wins, so --smoke can shrink any
+// run). A variant may not set a key that is also a sweep axis: the run would not be what its name
+// says. `out_dir` cannot be swept or set: the runner gives every run its own directory.
+//
+// A run is named by its id ("encoding.type=shaw,train.seed=2", or "no_a,train.seed=1" with a
+// variant) and stored in a directory named after it ("encoding.type-shaw__train.seed-2").
+//
+// Checked before anything runs
+// ----------------------------
+// expand_study resolves the Config of EVERY run (and, so that --smoke cannot fail later, every
+// run with [smoke] applied) through the same loader as `poslab train`. A mistake anywhere is one
+// ConfigError that names the study file, the line and what caused it, e.g.
+//
+//   experiments/x.toml:14: in [sweep] axis 'model.d_modle': unknown key 'model.d_modle' (did you
+//   mean 'model.d_model'?) (while resolving run 'model.d_modle=32')
+//
+// so a malformed study never leaves half a results directory behind.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+
+namespace poslab {
+
+// One value from the study file, in the two spellings the runner needs.
+struct StudyValue {
+  std::string toml;  // as TOML text, for the config loader: "shaw" -> "\"shaw\"", 2 -> "2"
+  std::string text;  // as people read it, for run ids and CSV columns: shaw, 2
+};
+
+// One `section.key = value` the study applies on top of [base].
+struct StudySetting {
+  std::string key;   // "encoding.term_a"
+  StudyValue value;
+  std::size_t line;  // where in the study file it was written
+
+  // The loader's override form, as for `poslab train --set`: encoding.term_a=false
+  std::string override_text() const { return key + "=" + value.toml; }
+};
+
+// One grid axis of [sweep]: a key and the values it takes, in file order.
+struct SweepAxis {
+  std::string key;                 // "train.seed"
+  std::vector<StudyValue> values;  // never empty
+  std::size_t line;
+};
+
+// One [[variant]]: a named set of overrides, crossed with the grid.
+struct Variant {
+  std::string name;                // letters, digits, '_', '-', '.'
+  std::vector<StudySetting> set;   // may be empty (a baseline)
+  std::size_t line;
+};
+
+struct Study {
+  std::string source;       // the study file, as error messages name it
+  std::string name;         // [study] name: the results directory
+  std::string description;  // [study] description, optional
+
+  // The [base] table, re-serialized as a standalone config file for config_from_string.
+  std::string base_toml;
+  // base_lines[i] is the line of the study file that line i+1 of base_toml came from, so that
+  // errors the loader finds in [base] point into the study file.
+  std::vector<std::size_t> base_lines;
+
+  std::vector<SweepAxis> axes;        // [sweep], in file order
+  std::vector<Variant> variants;      // [[variant]], in file order
+  std::vector<StudySetting> smoke;    // [smoke], in file order
+};
+
+// One run of a study, fully resolved.
+struct PlannedRun {
+  std::string id;        // "encoding.type=shaw,train.seed=2", "no_a,train.seed=1", "base"
+  std::string dir_name;  // filesystem-safe: "encoding.type-shaw__train.seed-2"
+  std::vector<std::string> overrides;  // applied to [base], in order ("train.seed=2", ...)
+  std::map<std::string, std::string> sweep_values;  // axis key -> value text ("train.seed" -> "2")
+  std::string variant;   // the variant's name, "" if the study has none
+  Config config;         // base + overrides; out_dir is still [base]'s (the runner sets it)
+};
+
+// Parses and checks the structure of a study file (tables, names, axes, variants); the config
+// keys themselves are checked by expand_study. Throws ConfigError ("FILE:LINE: ...").
+Study parse_study(const std::string& toml_text, const std::string& source_name);
+
+// Reads and parses the study file at `path`.
+Study load_study(const std::string& path);
+
+// Every run of the study, each Config resolved; with `smoke`, the [smoke] overrides applied.
+// Throws ConfigError naming the study file, line and the sweep value or variant at fault.
+std::vector<PlannedRun> expand_study(const Study& study, bool smoke = false);
+
+}  // namespace poslab

@@ -1,0 +1,81 @@
+#include "tasks/task.hpp"
+
+#include <stdexcept>
+
+#include "tasks/tokens.hpp"
+
+namespace poslab {
+
+// Each task file defines one of these.
+TaskInfo lm_task_info();
+TaskInfo copy_task_info();
+TaskInfo reverse_task_info();
+TaskInfo assoc_recall_task_info();
+TaskInfo induction_task_info();
+TaskInfo parity_task_info();
+TaskInfo long_range_task_info();
+
+const std::vector<TaskInfo>& registered_tasks() {
+  static const std::vector<TaskInfo> all = {
+      lm_task_info(),        copy_task_info(),   reverse_task_info(),    assoc_recall_task_info(),
+      induction_task_info(), parity_task_info(), long_range_task_info(),
+  };
+  return all;
+}
+
+const TaskInfo* find_task(const std::string& name) {
+  for (const auto& t : registered_tasks())
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::unique_ptr<BatchSource> TaskInfo::make(const Options& opts, const TaskSetup& s) const {
+  // Start from the defaults, so a hand-made Config (no loader) works too. The loader has checked
+  // what a config says; options set in code are checked here, as the tasks index arrays by them.
+  Options full = Options::defaults(options);
+  for (const auto& [key, value] : opts.values()) {
+    const OptionSpec* spec = nullptr;
+    for (const auto& o : options)
+      if (o.key == key) spec = &o;
+    if (!spec) task_error(name, "has no option '" + key + "'");
+    OptionValue v = value;
+    if (spec->default_value.index() == 2 && v.index() == 1)  // an integer is a fine float
+      v = static_cast<double>(std::get<std::int64_t>(v));
+    if (v.index() != spec->default_value.index())
+      task_error(name, "option '" + key + "' must be " + option_type_name(spec->default_value) +
+                           ", got " + option_type_name(v));
+    if (v.index() == 1 || v.index() == 2) {
+      const double x = v.index() == 1 ? double(std::get<std::int64_t>(v)) : std::get<double>(v);
+      if (!(x >= spec->min && x <= spec->max))
+        task_error(name, "option '" + key + "' = " + option_to_string(v) + " is out of its range");
+    }
+    full.set(key, v);
+  }
+  return factory(full, s);
+}
+
+std::uint64_t task_seed(std::uint64_t seed, bool evaluation) {
+  // splitmix64 (Steele et al.): a bijective mix, so different inputs give different seeds.
+  std::uint64_t z = seed * 2 + (evaluation ? 1 : 0) + 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+void task_error(const std::string& task, const std::string& what) {
+  throw std::runtime_error("task '" + task + "': " + what);
+}
+
+void check_task_setup(const std::string& task, const TaskSetup& s) {
+  if (s.batch < 1) task_error(task, "batch must be >= 1, got " + std::to_string(s.batch));
+  if (s.len < 1) task_error(task, "segment length must be >= 1, got " + std::to_string(s.len));
+  if (s.train_len < 1)
+    task_error(task, "training length must be >= 1, got " + std::to_string(s.train_len));
+  if (s.vocab_size <= kLargestTaskToken)
+    task_error(task, "its tokens are printable bytes up to " + std::to_string(kLargestTaskToken) +
+                         " ('|'), so model.vocab_size must be at least " +
+                         std::to_string(kLargestTaskToken + 1) + ", got " +
+                         std::to_string(s.vocab_size));
+}
+
+}  // namespace poslab
