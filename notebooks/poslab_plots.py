@@ -34,6 +34,15 @@ def ordered(values):
     return known + sorted(v for v in values if v not in known)
 
 
+def series_column(frame):
+    """What distinguishes the curves: the encoding, or else the study's variant."""
+    if "encoding.type" in frame and frame["encoding.type"].nunique() > 1:
+        return "encoding.type"
+    if "variant" in frame:
+        return "variant"
+    return "encoding.type"
+
+
 def mean_band(ax, frame, x, y, label, **style):
     """Mean of y over seeds at each x, with a +- 1 std band."""
     stats = frame.groupby(x)[y].agg(["mean", "std", "count"]).reset_index().sort_values(x)
@@ -92,10 +101,9 @@ def memory_curves(summary, out_dir):
             sub = sub[sub["task.name"] == task]
         if trained_mem is not None:
             sub = sub[sub["memory.mem_len"] == trained_mem]
-        series = ordered(sub["encoding.type"]) if "encoding.type" in sub else [None]
-        for enc in series:
-            part = sub if enc is None else sub[sub["encoding.type"] == enc]
-            mean_band(ax, part, "mem_len", "loss", enc or "")
+        col = series_column(sub)
+        for name in ordered(sub[col]):
+            mean_band(ax, sub[sub[col] == name], "mem_len", "loss", name)
         ax.set_xlabel("evaluation memory length")
         ax.set_ylabel("loss (nats per scored token)")
         title = task or ""
@@ -119,9 +127,10 @@ def loss_by_position(positions, out_dir):
         sub = rows if task is None else rows[rows[task_col] == task]
         if "memory.mem_len" in sub:  # models trained with memory
             sub = sub[sub["memory.mem_len"] == sub["memory.mem_len"].max()]
-        for enc in ordered(sub["encoding.type"]):
+        col = series_column(sub)
+        for enc in ordered(sub[col]):
             for mem, style in ((lo, "--"), (hi, "-")):
-                part = sub[(sub["encoding.type"] == enc) & (sub["mem_len"] == mem)]
+                part = sub[(sub[col] == enc) & (sub["mem_len"] == mem)]
                 if not part.empty:
                     mean_band(ax, part, "position", "loss", f"{enc}, memory {mem}", ls=style)
         ax.set_xlabel("position inside the segment")
