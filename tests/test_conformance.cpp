@@ -2,7 +2,8 @@
 // encoding (src/encodings/registry.cpp) is all it takes to be tested here.
 //
 //   1. gradient check (double) of every parameter of a model using the encoding, with memory
-//   2. relative / none: scores unchanged when all positions shift; absolute: changed
+//   2. relative / none: scores unchanged when all positions shift; absolute: changed;
+//      relative_normalized (FIRE): unchanged by a small shift, changed far beyond the threshold
 //   3. efficient == naive, for encodings that offer `naive = true`
 //   4. state reuse: with unbounded memory, two segments with memory == one pass for relative
 //      schemes (and for absolute ones with continued positions); absolute schemes restarted per
@@ -111,10 +112,25 @@ TEST_CASE("conformance: shifting every position changes only absolute encodings"
     model->forward(tok.data(), tgt.data(), nullptr, B, L, 17);
     const double diff = max_abs_diff(at_zero.data(), model->logits().data(), at_zero.size());
     INFO("max |logits(pos) - logits(pos + 17)| = " << diff);
-    if (find_encoding(name)->family == EncodingFamily::absolute)
-      REQUIRE(diff > 1e-6);
-    else
-      REQUIRE(diff < 1e-12);
+    switch (find_encoding(name)->family) {
+      case EncodingFamily::absolute:
+        REQUIRE(diff > 1e-6);
+        break;
+      case EncodingFamily::none:
+      case EncodingFamily::relative:
+        REQUIRE(diff < 1e-12);
+        break;
+      case EncodingFamily::relative_normalized: {
+        // Relative while the queries stay below the normaliser's threshold (positions <= 21
+        // here), not once they are far beyond it.
+        REQUIRE(diff < 1e-12);
+        model->forward(tok.data(), tgt.data(), nullptr, B, L, 1000000);
+        const double far = max_abs_diff(at_zero.data(), model->logits().data(), at_zero.size());
+        INFO("max |logits(pos) - logits(pos + 10^6)| = " << far);
+        REQUIRE(far > 1e-6);
+        break;
+      }
+    }
   }
 }
 

@@ -11,6 +11,7 @@
 #include "core/blas.hpp"
 #include "core/rng.hpp"
 #include "model/flops.hpp"
+#include "encodings/registry.hpp"
 #include "model/transformer.hpp"
 #include "train/train.hpp"
 
@@ -74,6 +75,36 @@ int run_bench(const Config& cfg, int steps) {
             << "sgemm:     " << sgemm << " GFLOP/s (512x512x512, this machine)\n"
             << "ratio:     " << std::setprecision(2) << r.gflops / sgemm
             << " of the sgemm ceiling\n";
+  return 0;
+}
+
+int run_bench_comparison(const Config& base, int steps, int mem_len) {
+  set_threads(base.train.threads);
+  std::cout << "poslab bench --compare: d_model " << base.model.d_model << ", "
+            << base.model.n_layers << " layers, segment " << base.train.seq_len << ", batch "
+            << base.train.batch_size << ", " << omp_get_max_threads() << " threads, " << steps
+            << " timed steps each\n\n"
+            << std::left << std::setw(24) << "encoding" << std::right << std::setw(14)
+            << "memory 0" << std::setw(10) << "vs none" << std::setw(14)
+            << ("memory " + std::to_string(mem_len)) << std::setw(10) << "vs none" << "\n";
+  double none[2] = {0, 0};
+  for (const EncodingInfo& info : registered_encodings()) {
+    std::cout << std::left << std::setw(24) << info.name << std::right << std::flush;
+    for (int m = 0; m < 2; ++m) {
+      Config cfg = base;
+      cfg.encoding.type = info.name;
+      cfg.encoding.options = Options::defaults(info.options);
+      cfg.memory.mem_len = m == 0 ? 0 : mem_len;
+      const double tok_s = bench_training(cfg, steps).tokens_per_second;
+      if (info.name == "none") none[m] = tok_s;
+      std::cout << std::setw(10) << std::fixed << std::setprecision(0) << tok_s << " t/s"
+                << std::setw(9) << std::showpos << std::setprecision(0)
+                << (none[m] > 0 ? 100.0 * (none[m] / tok_s - 1.0) : 0.0) << "%" << std::noshowpos
+                << std::flush;
+    }
+    std::cout << "\n";
+  }
+  std::cout << "\n'vs none': extra time per token relative to 'none' at the same memory.\n";
   return 0;
 }
 

@@ -3,6 +3,7 @@
 // reported by main.
 #pragma once
 
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
 // Training throughput at cfg's model size, against the machine's sgemm GFLOP/s.
 int run_bench(const Config& cfg, int steps);
 
+// Every registered encoding (default options) at cfg's size, with memory 0 and mem_len:
+// tokens/s and the overhead against 'none'.
+int run_bench_comparison(const Config& cfg, int steps, int mem_len);
+
 struct BenchResult {
   double tokens_per_second = 0;
   double flops_per_token = 0;
@@ -28,5 +33,16 @@ struct BenchResult {
 };
 // Times `steps` training steps (after a warm-up) on random tokens.
 BenchResult bench_training(const Config& cfg, int steps);
+
+// `poslab attention` (attention.cpp): the attention weights of a trained run on a given text.
+struct AttentionOptions {
+  std::string run_dir;          // a finished run (config.toml + checkpoint/)
+  std::string input;            // the text whose attention is dumped (bytes, batch 1)
+  std::string mem_text;         // run through the model first to fill its memory
+  bool mem_text_given = false;  //   (only if the run has memory.mem_len > 0)
+  std::string out_dir;          // "" = RUN/attention
+};
+// Writes out_dir/layer{n}.npy (probs [H, L, K], float32) and out_dir/tokens.json.
+int run_attention(const AttentionOptions& options, std::ostream& out);
 
 }  // namespace poslab

@@ -8,13 +8,17 @@
 //   poslab encodings
 //   poslab tasks
 //   poslab run experiments/state_reuse.toml --jobs 2
+//   poslab plot results/state_reuse
+//   poslab attention --run runs/quickstart --input "hello world" --mem-text "once upon a time"
 //
 // Exit codes: 0 success, 1 an error while running (a bad config, a missing file: one line
 // "poslab: error: ..." on stderr), 2 a usage error (an unknown option, a missing argument).
 // A config is loaded and checked completely before a subcommand starts, so a config error
 // never leaves a half-made run directory behind.
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <algorithm>
 #include <charconv>
@@ -100,6 +104,48 @@ int list_tasks(std::ostream& out) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// `poslab plot`: the standard figures of studies, drawn by notebooks/poslab_plots.py
+// ---------------------------------------------------------------------------------------------
+
+// Debian's interpreter, which has numpy, pandas and matplotlib (the `python3` on PATH may not).
+constexpr const char* kPython = "/usr/bin/python3";
+
+int plot_error(const std::string& message) {
+  std::cerr << "poslab: error: " << message << "\n";
+  return 1;
+}
+
+// Runs `/usr/bin/python3 <source>/notebooks/poslab_plots.py STUDY_DIR...` and returns its exit
+// code (the script's own errors, e.g. a missing summary.csv, are reported by the script).
+int run_plot(const std::vector<std::string>& study_dirs) {
+  const std::string script = std::string(POSLAB_SOURCE_DIR) + "/notebooks/poslab_plots.py";
+  if (::access(kPython, X_OK) != 0)
+    return plot_error(std::string(kPython) +
+                      " not found: `poslab plot` needs Debian's python3 with python3-pandas and "
+                      "python3-matplotlib (scripts/setup.sh installs them)");
+  if (::access(script.c_str(), R_OK) != 0)
+    return plot_error(script + " not found (the source tree poslab was built from)");
+  std::vector<std::string> words = {kPython, script};
+  words.insert(words.end(), study_dirs.begin(), study_dirs.end());
+  std::vector<char*> argv;
+  for (std::string& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  std::cout.flush();
+  std::cerr.flush();
+  const pid_t child = ::fork();
+  if (child < 0) return plot_error("plot: cannot start " + std::string(kPython));
+  if (child == 0) {
+    ::execv(kPython, argv.data());
+    _exit(127);  // execv returns only on failure
+  }
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0)
+    if (errno != EINTR) return plot_error("plot: lost the python3 process");
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// ---------------------------------------------------------------------------------------------
 // The command line
 // ---------------------------------------------------------------------------------------------
 
@@ -112,6 +158,7 @@ struct Arguments {
   int seq_len = 0;   // eval: 0 = as the run was configured
   int mem_len = -1;  // eval: -1 = as the run was configured
   int steps = 20;    // bench
+  int compare_mem_len = -1;  // bench --compare: -1 = off
 };
 
 void add_overrides(CLI::App* command, Arguments& args) {
@@ -184,13 +231,21 @@ int run(int argc, char** argv) {
       ->check(CLI::Range(1, std::numeric_limits<int>::max()));
   bench->add_option("--config", args.config_path, "TOML config file (default: the defaults)")
       ->type_name("FILE");
+  bench->add_option("--compare", args.compare_mem_len,
+                    "Benchmark every registered encoding, without memory and with memory M, and "
+                    "print a table of tokens/s and overhead against 'none'")
+      ->type_name("M")
+      ->check(CLI::Range(0, 1 << 16));
   add_overrides(bench, args);
   bench->footer(
       "Trains on random bytes for --steps steps and prints tokens/s, the model's FLOPs per\n"
       "token and the GFLOP/s reached, next to what one large sgemm reaches on this machine.\n"
+      "The defaults are the reference configuration: d_model 128, 4 layers, 4 heads,\n"
+      "d_inner 512, segment 64, batch 16, 256 symbols. Measure on an otherwise idle machine.\n"
       "Writes nothing.\n"
-      "Example:\n"
-      "  poslab bench --steps 20 --set model.d_model=256 --set encoding.type=shaw");
+      "Examples:\n"
+      "  poslab bench --steps 20 --set model.d_model=256 --set encoding.type=shaw\n"
+      "  poslab bench --compare 64        # every encoding, memory 0 and 64");
 
   CLI::App* encodings = app.add_subcommand(
       "encodings", "List the positional encodings and their options.");
@@ -209,6 +264,49 @@ int run(int argc, char** argv) {
       "Example:\n"
       "  poslab tasks");
 
+  std::vector<std::string> plot_dirs;
+  CLI::App* plot = app.add_subcommand(
+      "plot", "Draw the standard figures of one or more studies (results of `poslab run`).");
+  plot->add_option("STUDY_DIR", plot_dirs, "A study's results directory (holds summary.csv)")
+      ->required()
+      ->expected(-1);
+  plot->footer(
+      "Runs /usr/bin/python3 notebooks/poslab_plots.py on each STUDY_DIR: reads its summary.csv\n"
+      "(and loss_by_position.csv) and writes, as PNG and SVG, every figure the study's columns\n"
+      "allow into STUDY_DIR/figures/:\n"
+      "  length_generalization_{accuracy,loss,exact_match}.png|svg  (studies with length factors)\n"
+      "  loss_vs_memory.png|svg, loss_by_position.png|svg          (studies with memory factors)\n"
+      "  shaw_clip.png|svg                                         (variants x encoding.clip_k)\n"
+      "  xl_terms.png|svg                                          (other studies with variants)\n"
+      "Prints the paths written. Needs Debian's python3-pandas and python3-matplotlib.\n"
+      "Example:\n"
+      "  poslab plot results/state_reuse results/xl_terms");
+
+  AttentionOptions attention_options;
+  CLI::App* attention = app.add_subcommand(
+      "attention", "Dump a trained run's attention weights on a text, for plots.");
+  attention->add_option("--run", attention_options.run_dir, "Run directory written by `poslab train`")
+      ->type_name("DIR")
+      ->required();
+  attention->add_option("--input", attention_options.input, "The text to attend over (bytes)")
+      ->type_name("TEXT")
+      ->required();
+  attention
+      ->add_option("--mem-text", attention_options.mem_text,
+                   "Text run through the model first, to fill its memory (runs with "
+                   "memory.mem_len > 0 only)")
+      ->type_name("TEXT");
+  attention->add_option("--out", attention_options.out_dir, "Output directory (default: DIR/attention)")
+      ->type_name("OUT");
+  attention->footer(
+      "Loads DIR/config.toml and DIR/checkpoint/, runs --mem-text (if given and the run has a\n"
+      "memory) and then --input through the model, batch 1, one segment each, and writes into OUT:\n"
+      "  layer{n}.npy  float32 [H, L, K]: the attention weights of layer n, query i (row) over\n"
+      "                key j (column), the M memory keys first (K = M + L); 0 on masked keys\n"
+      "  tokens.json   {\"input\", \"memory\", \"mem_len\": M, \"keys\": one label per column, ...}\n"
+      "Example:\n"
+      "  poslab attention --run runs/quickstart --input \"hello world\" --mem-text \"once upon a time\"");
+
   RunStudyOptions run_options;  // `poslab run`: a study of many runs (study/runner.hpp)
   CLI::App* run_command = add_run_command(app, run_options);
 
@@ -219,11 +317,11 @@ int run(int argc, char** argv) {
     std::string message = e.what();
     // CLI11 calls a misspelled command a missing one; name it instead.
     const std::vector<std::string> commands = {"train", "eval", "bench", "encodings", "tasks",
-                                               "run"};
+                                               "run", "plot", "attention"};
     if (argc > 1 && argv[1][0] != '-' &&
         std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
       message = std::string("unknown command '") + argv[1] +
-                "'; the commands are train, eval, bench, encodings, tasks and run";
+                "'; the commands are train, eval, bench, encodings, tasks, run, plot and attention";
     std::cerr << "poslab: usage error: " << message
               << "\nRun `poslab --help` or `poslab COMMAND --help` for usage.\n";
     return 2;
@@ -233,6 +331,11 @@ int run(int argc, char** argv) {
     if (*encodings) return list_encodings(std::cout);
     if (*tasks) return list_tasks(std::cout);
     if (*run_command) return run_study(run_options, std::cout);
+    if (*plot) return run_plot(plot_dirs);
+    if (*attention) {
+      attention_options.mem_text_given = attention->count("--mem-text") > 0;
+      return run_attention(attention_options, std::cout);
+    }
     if (*train) {
       Config cfg = load_config(args.config_path, args.overrides);
       if (train->count("--out")) {
@@ -246,6 +349,8 @@ int run(int argc, char** argv) {
       const Config cfg = args.config_path.empty()
                              ? config_from_string("", "(defaults)", args.overrides)
                              : load_config(args.config_path, args.overrides);
+      if (args.compare_mem_len >= 0)
+        return run_bench_comparison(cfg, args.steps, args.compare_mem_len);
       return run_bench(cfg, args.steps);
     }
   } catch (const std::exception& e) {  // ConfigError, and whatever a command throws

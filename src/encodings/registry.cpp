@@ -9,6 +9,13 @@ EncodingInfo sinusoidal_encoding_info();
 EncodingInfo learned_encoding_info();
 EncodingInfo shaw_encoding_info();
 EncodingInfo transformer_xl_encoding_info();
+EncodingInfo t5_bias_encoding_info();
+EncodingInfo alibi_encoding_info();
+EncodingInfo rope_encoding_info();
+EncodingInfo kerple_encoding_info();
+EncodingInfo fire_encoding_info();
+EncodingInfo deberta_encoding_info();
+EncodingInfo example_distance_bias_encoding_info();
 
 const std::vector<EncodingInfo>& registered_encodings() {
   static const std::vector<EncodingInfo> all = {
@@ -17,6 +24,13 @@ const std::vector<EncodingInfo>& registered_encodings() {
       learned_encoding_info(),
       shaw_encoding_info(),
       transformer_xl_encoding_info(),
+      t5_bias_encoding_info(),
+      alibi_encoding_info(),
+      rope_encoding_info(),
+      kerple_encoding_info(),
+      fire_encoding_info(),
+      deberta_encoding_info(),
+      example_distance_bias_encoding_info(),
   };
   return all;
 }
@@ -32,6 +46,7 @@ std::string family_name(EncodingFamily f) {
     case EncodingFamily::none: return "none";
     case EncodingFamily::absolute: return "absolute";
     case EncodingFamily::relative: return "relative";
+    case EncodingFamily::relative_normalized: return "relative_normalized";
   }
   return "?";
 }

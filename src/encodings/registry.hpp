@@ -18,6 +18,10 @@ enum class EncodingFamily {
   none,      // no positional information: shift-invariant, and state reuse is exact
   absolute,  // depends on absolute positions: not shift-invariant
   relative,  // depends on i - j only: shift-invariant, and state reuse is exact
+  // depends on i - j, and on the query position i only through a normaliser that is constant
+  // while i stays below a (learned) threshold (FIRE): shift-invariant for positions below the
+  // threshold, not beyond it; state reuse is exact while positions stay below it
+  relative_normalized,
 };
 
 template <class T>
