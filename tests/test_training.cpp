@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <set>
 #include <sstream>
 
 #include "model/transformer.hpp"
@@ -114,4 +115,51 @@ TEST_CASE("a small model learns a repetitive text far below the uniform loss", "
   CHECK(r.losses.front() > 5.0);  // about log(256) = 5.55 at init
   CHECK(e.loss < 1.0);            // the text is nearly deterministic given its context
   CHECK(e.accuracy > 0.7);
+}
+
+TEST_CASE("randomized positions: sorted distinct samples in training, contiguous in evaluation",
+          "[train][positions]") {
+  Config c = small_config();
+  c.encoding.type = "learned";
+  c.encoding.options = Options::defaults(find_encoding("learned")->options);
+  c.memory.mem_len = 4;
+  TransformerLM<float> model(c.model, c.encoding, c.memory);
+  model.init(1);
+  model.enable_randomized_positions(7, 100);
+  const auto tokens = pattern_tokens(200);
+  std::vector<std::int32_t> tok(tokens.begin(), tokens.begin() + 2 * 16);
+  std::set<std::vector<std::int64_t>> seen;
+  for (int step = 0; step < 20; ++step) {
+    model.forward(tok.data(), tok.data(), nullptr, 2, 16, 0, true);
+    const AttentionGeometry& g = model.geometry();
+    std::vector<std::int64_t> k(g.k_pos, g.k_pos + g.k_len);
+    for (int j = 1; j < g.k_len; ++j) REQUIRE(k[j] > k[j - 1]);  // sorted, distinct
+    REQUIRE(k.front() >= 0);
+    REQUIRE(k.back() < 100);
+    for (int i = 0; i < g.q_len; ++i) REQUIRE(g.q_pos[i] == k[g.mem_len + i]);  // queries = segment keys
+    seen.insert(k);
+  }
+  REQUIRE(seen.size() > 15);  // a new sample every step
+  // Evaluation switches the sampling off and restores it afterwards.
+  const EvalResult e = evaluate_stream(model, tokens, 2, 16, 0, 1);
+  REQUIRE(e.tokens > 0);
+  model.set_randomized_positions(false);
+  model.forward(tok.data(), tok.data(), nullptr, 2, 16, 0, false);
+  for (int i = 0; i < 16; ++i) REQUIRE(model.geometry().q_pos[i] == i);
+  // A window larger than the range is a clear error.
+  model.enable_randomized_positions(7, 10);
+  REQUIRE_THROWS_WITH(model.forward(tok.data(), tok.data(), nullptr, 2, 16, 0, false),
+                      Catch::Contains("train.max_position"));
+}
+
+TEST_CASE("randomized positions: a run trains and is reproducible", "[train][positions]") {
+  Config c = small_config();
+  c.encoding.type = "sinusoidal";
+  c.train.randomized_positions = true;
+  c.train.max_position = 256;
+  const auto tokens = pattern_tokens(4000);
+  const auto first = loss_curve(c, tokens);
+  REQUIRE(first == loss_curve(c, tokens));
+  c.train.randomized_positions = false;
+  REQUIRE(first != loss_curve(c, tokens));  // the positions really changed
 }

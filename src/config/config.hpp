@@ -59,6 +59,11 @@ struct TrainConfig {
   int eval_every = 0;         // 0 = only at the end
   int eval_batches = 32;      // validation batches per evaluation (0 = the whole split)
   int threads = 0;            // BLAS/OpenMP threads, 0 = all cores
+  // Randomized positions (Ruoss et al. 2023): in training, the positions of a segment are a
+  // sorted random sample of distinct integers from [0, max_position) instead of 0..L-1, so the
+  // model meets large positions and distances during training; evaluation stays contiguous.
+  bool randomized_positions = false;
+  int max_position = 1024;
 };
 
 // What the model is trained on: a text corpus, or a generated task (src/tasks).

@@ -388,6 +388,8 @@ const std::vector<Field>& schema() {
       KEY(train, eval_every, at_least(0)),
       KEY(train, eval_batches, at_least(0)),
       KEY(train, threads, at_least(0)),
+      KEY(train, randomized_positions, anything()),
+      KEY(train, max_position, at_least(1)),
 
       KEY(eval, seq_len, at_least(0)),   // 0 = train.seq_len
       KEY(eval, mem_len, at_least(-1)),  // -1 = memory.mem_len

@@ -151,6 +151,21 @@ class TransformerLM {
   void reset_memory(int B = 0) {
     for (auto& b : blocks_) b->reset_memory(B);
   }
+  // Randomized positions (Ruoss et al. 2023), for training: every forward pass draws the K
+  // positions of its keys (memory first, then the segment, whose positions the queries share)
+  // as a sorted sample of distinct integers from [0, max_position). Off by default.
+  void enable_randomized_positions(std::uint64_t seed, int max_position) {
+    position_rng_ = std::make_unique<Rng>(seed);
+    max_position_ = max_position;
+    randomized_ = true;
+  }
+  // Turns the sampling on or off (evaluation is always contiguous); returns the previous state.
+  bool set_randomized_positions(bool on) {
+    const bool was = randomized_;
+    randomized_ = on && position_rng_ != nullptr;
+    return was;
+  }
+
   // Memory length used from now on (evaluation may use another one than training).
   void set_mem_len(int mem_len) { memory_cfg_.mem_len = mem_len; }
   int mem_len() const { return memory_cfg_.mem_len; }
@@ -176,15 +191,41 @@ class TransformerLM {
     const std::int64_t shift = memory_cfg_.continue_positions ? offset : 0;
     q_pos_.resize(L);
     k_pos_.resize(M + L);
-    std::iota(q_pos_.begin(), q_pos_.end(), shift);
-    std::iota(k_pos_.begin(), k_pos_.end(), shift - M);
+    if (randomized_) {
+      sample_sorted_positions(M + L);
+      std::copy(k_pos_.begin() + M, k_pos_.end(), q_pos_.begin());
+    } else {
+      std::iota(q_pos_.begin(), q_pos_.end(), shift);
+      std::iota(k_pos_.begin(), k_pos_.end(), shift - M);
+    }
     geometry_ = AttentionGeometry{B, L, M, M + L, cfg_.n_heads, cfg_.d_model / cfg_.n_heads,
                                   memory_cfg_.same_length ? memory_cfg_.mem_len : 0,
                                   q_pos_.data(), k_pos_.data()};
   }
 
+  // k_pos_ <- a sorted sample of K distinct integers from [0, max_position_), by selection
+  // sampling (Knuth's algorithm S): walk the range once, keep each value with probability
+  // (still needed) / (still left). O(max_position) per step, no allocation.
+  void sample_sorted_positions(int K) {
+    if (K > max_position_)
+      throw std::invalid_argument("randomized positions: a window of " + std::to_string(K) +
+                                  " keys needs train.max_position >= " + std::to_string(K) +
+                                  ", got " + std::to_string(max_position_));
+    int needed = K, taken = 0;
+    for (int value = 0; value < max_position_ && needed > 0; ++value) {
+      const int left = max_position_ - value;
+      if (position_rng_->uniform() * left < needed) {
+        k_pos_[taken++] = value;
+        --needed;
+      }
+    }
+  }
+
   ModelConfig cfg_;
   MemoryConfig memory_cfg_;
+  std::unique_ptr<Rng> position_rng_;
+  int max_position_ = 0;
+  bool randomized_ = false;
   ParameterArena<T> arena_;
   Param E_, W_out_, b_out_;
   std::unique_ptr<Encoding<T>> encoding_;

@@ -12,6 +12,7 @@ EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_ba
   const std::int64_t pass = source.batches_per_pass();
   const int n_batches = int(max_batches > 0 ? std::min<std::int64_t>(max_batches, pass) : pass);
   const int train_mem_len = model.mem_len();
+  const bool randomized = model.set_randomized_positions(false);  // evaluation is contiguous
   model.set_mem_len(mem_len);
   model.reset_memory();
   source.reset();
@@ -59,6 +60,7 @@ EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_ba
   r.exact_match = rows > 0 ? exact_rows / rows : 0;
   for (int i = 0; i < L; ++i) r.loss_by_position[i] = scored_at[i] > 0 ? r.loss_by_position[i] / scored_at[i] : 0;
   model.set_mem_len(train_mem_len);
+  model.set_randomized_positions(randomized);
   model.reset_memory();
   return r;
 }

@@ -57,6 +57,9 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
   // Transformer-XL's "half loss" mask (score only the second half of every segment).
   std::vector<float> weights(std::size_t(B) * L, 1.0f);
 
+  if (tc.randomized_positions)
+    model.enable_randomized_positions(tc.seed ^ 0x5EEDULL, tc.max_position);
+
   TrainReport report;
   report.losses.reserve(tc.steps);
   using clock = std::chrono::steady_clock;
