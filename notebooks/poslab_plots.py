@@ -16,6 +16,8 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+plt.rcParams["axes.prop_cycle"] = plt.cycler(color=plt.get_cmap("tab20").colors)
+
 ENCODING_ORDER = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "t5_bias", "alibi",
                   "rope", "kerple", "fire", "deberta", "example_distance_bias"]
 
@@ -115,27 +117,30 @@ def memory_curves(summary, out_dir):
 
 
 def loss_by_position(positions, out_dir):
-    """Loss at each position inside a segment, without memory and with the largest memory."""
+    """Loss at each position inside a segment: one panel per task and evaluation memory (none,
+    and the largest), one curve per encoding (or variant). Memory helps the early positions."""
     rows = positions[positions["kind"] == "memory"]
     if rows.empty:
         return []
+    if "memory.mem_len" in rows:  # the models trained with memory
+        rows = rows[rows["memory.mem_len"] == rows["memory.mem_len"].max()]
     task_col = "task.name" if "task.name" in rows else None
     tasks = ordered(rows[task_col]) if task_col else [None]
-    fig, axes = panels(tasks)
-    lo, hi = rows["mem_len"].min(), rows["mem_len"].max()
-    for ax, task in zip(axes, tasks):
-        sub = rows if task is None else rows[rows[task_col] == task]
-        if "memory.mem_len" in sub:  # models trained with memory
-            sub = sub[sub["memory.mem_len"] == sub["memory.mem_len"].max()]
+    memories = sorted({rows["mem_len"].min(), rows["mem_len"].max()})
+    fig, axes = panels([(t, m) for t in tasks for m in memories])
+    for ax, (task, mem) in zip(axes, [(t, m) for t in tasks for m in memories]):
+        sub = rows[rows["mem_len"] == mem]
+        if task is not None:
+            sub = sub[sub[task_col] == task]
         col = series_column(sub)
-        for enc in ordered(sub[col]):
-            for mem, style in ((lo, "--"), (hi, "-")):
-                part = sub[(sub[col] == enc) & (sub["mem_len"] == mem)]
-                if not part.empty:
-                    mean_band(ax, part, "position", "loss", f"{enc}, memory {mem}", ls=style)
+        for name in ordered(sub[col]):
+            mean_band(ax, sub[sub[col] == name], "position", "loss", name, markersize=3)
         ax.set_xlabel("position inside the segment")
         ax.set_ylabel("loss")
-        ax.set_title(task or "")
+        ax.set_title(f"{task + ', ' if task else ''}evaluation memory {mem}")
+    top = max(ax.get_ylim()[1] for ax in axes)
+    for ax in axes:
+        ax.set_ylim(top=top)
     axes[-1].legend(fontsize=7, loc="best")
     return save(fig, out_dir, "loss_by_position")
 
