@@ -243,7 +243,7 @@ int run(int argc, char** argv) {
       "The defaults are the reference configuration: d_model 128, 4 layers, 4 heads,\n"
       "d_inner 512, segment 64, batch 16, 256 symbols. Measure on an otherwise idle machine.\n"
       "Writes nothing.\n"
-      "Examples:\n"
+      "Example:\n"
       "  poslab bench --steps 20 --set model.d_model=256 --set encoding.type=shaw\n"
       "  poslab bench --compare 64        # every encoding, memory 0 and 64");
 
