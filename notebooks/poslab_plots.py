@@ -86,7 +86,7 @@ def length_generalization(summary, out_dir, metric="accuracy"):
         ax.set_ylabel(metric.replace("_", " "))
         ax.set_title(task or "")
         ax.axvline(1.0, color="grey", lw=0.8, ls=":")
-    axes[-1].legend(fontsize=8, loc="best")
+    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
     return save(fig, out_dir, f"length_generalization_{metric}")
 
 
@@ -112,7 +112,7 @@ def memory_curves(summary, out_dir):
         if trained_mem is not None:
             title += f", trained with memory {trained_mem}"
         ax.set_title(title)
-    axes[-1].legend(fontsize=8, loc="best")
+    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
     return save(fig, out_dir, "loss_vs_memory")
 
 
@@ -141,7 +141,7 @@ def loss_by_position(positions, out_dir):
     top = max(ax.get_ylim()[1] for ax in axes)
     for ax in axes:
         ax.set_ylim(top=top)
-    axes[-1].legend(fontsize=7, loc="best")
+    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
     return save(fig, out_dir, "loss_by_position")
 
 
