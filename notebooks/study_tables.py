@@ -1,0 +1,62 @@
+"""Markdown tables of a study's results, as quoted in the docs and the README.
+
+    /usr/bin/python3 notebooks/study_tables.py results/shaw_clip
+
+Means over seeds, with the standard deviation after +-. Every number in docs/ comes from here.
+"""
+import os
+import sys
+
+import pandas as pd
+
+
+def fmt(mean, std):
+    return f"{mean:.3f}" if pd.isna(std) else f"{mean:.3f} ± {std:.3f}"
+
+
+def table(frame, index, columns, value, prefix=""):
+    stats = frame.groupby([index, columns])[value].agg(["mean", "std"])
+    cols = sorted(frame[columns].unique())
+    rows = list(dict.fromkeys(frame[index]))
+    lines = [f"| {index} | " + " | ".join(f"{prefix}{c:g}" if not isinstance(c, str) else c
+                                          for c in cols) + " |",
+             "|---|" + "---|" * len(cols)]
+    for r in rows:
+        cells = [fmt(*stats.loc[(r, c)]) if (r, c) in stats.index else "" for c in cols]
+        lines.append(f"| {r} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(study_dir):
+    s = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    name = os.path.basename(os.path.normpath(study_dir))
+    if name.startswith("shaw_clip"):
+        m = s[s["kind"] == "main"]
+        print("validation loss (nats/byte) by clip k and table choice\n")
+        print(table(m, "encoding.clip_k", "variant", "loss"))
+    elif name.startswith("xl_terms"):
+        m = s[s["kind"] == "memory"]
+        print("validation loss (nats/byte) by variant and evaluation memory length\n")
+        print(table(m, "variant", "mem_len", "loss", "memory "))
+    elif name.startswith("state_reuse"):
+        for task in dict.fromkeys(s["task.name"]):
+            for trained in sorted(s["memory.mem_len"].unique()):
+                m = s[(s["kind"] == "memory") & (s["task.name"] == task) &
+                      (s["memory.mem_len"] == trained)]
+                print(f"\n{task}, trained with memory {trained}: loss by evaluation memory\n")
+                print(table(m, "encoding.type", "mem_len", "loss", "memory "))
+    elif name.startswith("length_generalization"):
+        for task in dict.fromkeys(s["task.name"]):
+            m = s[(s["kind"] == "length") & (s["task.name"] == task)]
+            print(f"\n{task}: exact match by evaluation length / training length\n")
+            print(table(m, "encoding.type", "factor", "exact_match", "x"))
+    else:
+        print(s.groupby([c for c in s.columns if c == "kind"])["loss"].describe())
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        print(__doc__)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1]))
