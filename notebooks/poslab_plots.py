@@ -25,8 +25,12 @@ ENCODING_ORDER = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "t5
 def load(study_dir):
     """summary.csv (one row per run and evaluation setting) and loss_by_position.csv, if any."""
     summary = pd.read_csv(os.path.join(study_dir, "summary.csv"))
-    path = os.path.join(study_dir, "loss_by_position.csv")
-    positions = pd.read_csv(path) if os.path.exists(path) else None
+    positions = None
+    for name in ("loss_by_position.csv", "loss_by_position.csv.gz"):  # large ones are committed gzipped
+        path = os.path.join(study_dir, name)
+        if os.path.exists(path):
+            positions = pd.read_csv(path)
+            break
     return summary, positions
 
 
