@@ -16,6 +16,7 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
+plt.rcParams["svg.hashsalt"] = "poslab"  # the same figure gives the same SVG file
 plt.rcParams["axes.prop_cycle"] = plt.cycler(color=plt.get_cmap("tab20").colors)
 
 ENCODING_ORDER = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "t5_bias", "alibi",
@@ -65,7 +66,8 @@ def save(fig, out_dir, name):
     paths = []
     for ext in ("png", "svg"):
         path = os.path.join(out_dir, f"{name}.{ext}")
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        metadata = {"Date": None} if ext == "svg" else {}
+        fig.savefig(path, dpi=120, bbox_inches="tight", metadata=metadata)
         paths.append(path)
     plt.close(fig)
     return paths
@@ -94,7 +96,7 @@ def length_generalization(summary, out_dir, metric="accuracy"):
     return save(fig, out_dir, f"length_generalization_{metric}")
 
 
-def memory_curves(summary, out_dir):
+def memory_curves(summary, out_dir, figure_name="loss_vs_memory"):
     """Loss vs evaluation memory length, one panel per (task, trained memory)."""
     rows = summary[summary["kind"] == "memory"].dropna(subset=["loss"])
     groups = [(t, m) for t in (ordered(rows["task.name"]) if "task.name" in rows else [None])
@@ -117,7 +119,7 @@ def memory_curves(summary, out_dir):
             title += f", trained with memory {trained_mem}"
         ax.set_title(title)
     axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
-    return save(fig, out_dir, "loss_vs_memory")
+    return save(fig, out_dir, figure_name)
 
 
 def loss_by_position(positions, out_dir):
@@ -209,6 +211,10 @@ def standard_figures(study_dir, out_dir=None):
         written += xl_terms(summary, out_dir)
     if "memory" in kinds:
         written += memory_curves(summary, out_dir)
+        if "task.name" in summary and summary["task.name"].nunique() > 1:
+            for task in ordered(summary["task.name"]):  # one figure per task as well
+                written += memory_curves(summary[summary["task.name"] == task], out_dir,
+                                         f"loss_vs_memory_{task}")
         if positions is not None:
             written += loss_by_position(positions, out_dir)
     return written
