@@ -5,9 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <numeric>
 #include <vector>
 
+#include "encoding_test_helpers.hpp"
 #include "encodings/alibi_slopes.hpp"
 #include "encodings/registry.hpp"
 #include "gradcheck.hpp"
@@ -17,12 +17,6 @@ using namespace poslab;
 using namespace poslab::testing;
 
 namespace {
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
 
 // Slopes equal to within one rounding of 2^(-x) for non-integer x (exp2 vs a hand-written
 // sqrt(1/2) * 2^-n may differ in the last bit); powers of two are exact.
@@ -82,37 +76,25 @@ TEST_CASE("alibi: head slopes", "[alibi]") {
 
 TEST_CASE("alibi: the hook subtracts m_h (i - j), unscaled, on visible cells", "[alibi]") {
   const int B = 2, H = 3, dh = 2, L = 3, M = 4, K = M + L;
-  std::vector<std::int64_t> qp(L), kp(K);
-  std::iota(qp.begin(), qp.end(), 40);
-  std::iota(kp.begin(), kp.end(), 40 - M);
+  Positions pos(L, M, 40);
   const std::vector<double> m = {1.0 / 16, 1.0 / 256, 1.0 / 4};  // 3 heads, see above
   for (int window : {0, 5}) {
     CAPTURE(window);
-    AttentionGeometry g{B, L, M, K, H, dh, window, qp.data(), kp.data()};
+    AttentionGeometry g{B, L, M, K, H, dh, window, pos.q.data(), pos.k.data()};
     ParameterArena<double> arena;
     auto enc = find_encoding("alibi")->make<double>(Options(), {H * dh, H, dh, 2}, arena);
     std::vector<double> q(B * L * H * dh, 1.0), k(B * K * H * dh, 1.0);
     std::vector<double> scores(B * H * L * K, 2.0);
     enc->scores_forward(1, g, q.data(), k.data(), 0.123, scores.data());
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
-        for (int i = 0; i < L; ++i)
-          for (int j = 0; j < K; ++j) {
-            CAPTURE(b, h, i, j);
-            const double s = scores[((b * H + h) * L + i) * K + j];
-            if (g.visible(i, j))
-              CHECK(s == 2.0 - m[h] * double(i + M - j));  // i - j in positions = i + M - j
-            else
-              CHECK(s == 2.0);
-          }
+    check_score_cells(g, scores, 2.0, [&](int, int h, int i, int j, double s) {
+      CHECK(s == 2.0 - m[h] * double(i + M - j));  // i - j in positions = i + M - j
+    });
   }
 }
 
 TEST_CASE("alibi: gradients through attention with memory", "[alibi][grad]") {
   const int B = 2, L = 3, M = 2, K = M + L, d = 12, H = 3;
-  std::vector<std::int64_t> qp(L), kp(K);
-  std::iota(qp.begin(), qp.end(), 0);
-  std::iota(kp.begin(), kp.end(), -M);
+  Positions pos(L, M, 0);
   Rng rng(4);
   ParameterArena<double> arena;
   auto enc = find_encoding("alibi")->make<double>(Options(), {d, H, d / H, 1}, arena);
@@ -121,18 +103,7 @@ TEST_CASE("alibi: gradients through attention with memory", "[alibi][grad]") {
   attn.init(rng, 0.5);
   for (int window : {0, 3}) {
     CAPTURE(window);
-    AttentionGeometry g{B, L, M, K, H, d / H, window, qp.data(), kp.data()};
-    auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-    std::vector<double> out(B * L * d), dx(B * K * d, 0);
-    auto loss = [&] {
-      attn.forward(x.data(), g, *enc, 0, out.data());
-      return dot(R, out);
-    };
-    arena.zero_grads();
-    loss();
-    attn.backward(R.data(), x.data(), g, *enc, 0, dx.data());
-    std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-    require_gradient("x", x.data(), dx.data(), x.size(), loss);
-    require_gradient("W_q, W_k, W_v, W_o", arena.values(), analytic.data(), arena.count(), loss);
+    AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
+    check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o");
   }
 }

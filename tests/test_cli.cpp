@@ -2,57 +2,15 @@
 // promise that a bad config is reported before anything is written.
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 
-#include <sys/wait.h>
-#include <unistd.h>
+#include "process_helpers.hpp"
 
+using namespace poslab::testing;
 using Catch::Contains;
 namespace fs = std::filesystem;
-
-namespace {
-
-// A fresh directory per test, removed at the end of it.
-struct ScratchDirectory {
-  fs::path path;
-  ScratchDirectory() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("poslab-test-cli-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~ScratchDirectory() { fs::remove_all(path); }
-};
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-struct Outcome {
-  int exit_code;
-  std::string out, err;
-};
-
-// Runs `poslab ARGS` through the shell, capturing its exit code, stdout and stderr.
-Outcome run_poslab(const std::string& args) {
-  ScratchDirectory capture;
-  const fs::path out = capture.path / "stdout", err = capture.path / "stderr";
-  const std::string command = std::string("'") + POSLAB_BINARY + "' " + args + " >'" +
-                              out.string() + "' 2>'" + err.string() + "'";
-  const int status = std::system(command.c_str());
-  const int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return {exit_code, read_file(out), read_file(err)};
-}
-
-}  // namespace
 
 TEST_CASE("poslab --help lists the commands and exits 0", "[cli]") {
   const Outcome r = run_poslab("--help");

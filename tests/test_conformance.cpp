@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "encoding_test_helpers.hpp"
 #include "gradcheck.hpp"
 #include "model/transformer.hpp"
 
@@ -27,23 +28,12 @@ std::vector<std::string> encoding_names() {
   return names;
 }
 
-ModelConfig kit_model() {
-  ModelConfig m;
-  m.vocab_size = 7;
-  m.d_model = 8;
-  m.n_layers = 2;
-  m.n_heads = 2;
-  m.d_inner = 12;
-  m.activation = "gelu";
-  m.init_std = 0.3;
-  return m;
-}
+ModelConfig kit_model() { return tiny_model_config(false, false, "gelu"); }
 
 EncodingConfig kit_encoding(const std::string& name, bool naive = false) {
   EncodingConfig e;
   e.type = name;
-  const EncodingInfo* info = find_encoding(name);
-  e.options = Options::defaults(info->options);
+  e.options = default_options(name);
   // Large initial tables so that the positional terms are not negligible next to the content.
   if (e.options.has("init_std")) e.options.set("init_std", 0.3);
   if (e.options.has("naive")) e.options.set("naive", naive);
@@ -56,10 +46,7 @@ std::unique_ptr<TransformerLM<double>> make_model(const EncodingConfig& e, const
   auto model = std::make_unique<TransformerLM<double>>(kit_model(), e, mem);
   model->init(seed);
   Rng rng(seed + 1);
-  for (auto& slot : model->arena().slots())
-    if (!slot.weight_decay)
-      for (std::size_t i = 0; i < slot.size; ++i)
-        model->arena().values()[slot.offset + i] += rng.normal(0, 0.2);
+  perturb_undecayed_parameters(model->arena(), rng);
   return model;
 }
 
@@ -68,12 +55,6 @@ std::vector<std::int32_t> random_tokens(int n, std::uint64_t seed) {
   std::vector<std::int32_t> t(n);
   for (auto& x : t) x = std::int32_t(rng.below(7));
   return t;
-}
-
-double max_abs_diff(const double* a, const double* b, std::size_t n) {
-  double m = 0;
-  for (std::size_t i = 0; i < n; ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
 }
 
 }  // namespace

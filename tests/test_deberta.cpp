@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "encoding_test_helpers.hpp"
 #include "encodings/registry.hpp"
 #include "gradcheck.hpp"
 #include "nn/attention.hpp"
@@ -27,9 +28,7 @@ struct DebertaOptions {
 };
 
 Options deberta_options(const DebertaOptions& o) {
-  const EncodingInfo* info = find_encoding("deberta");
-  REQUIRE(info != nullptr);
-  Options r = Options::defaults(info->options);
+  Options r = default_options("deberta");
   r.set("k", std::int64_t(o.k));
   r.set("c2p", o.c2p);
   r.set("p2c", o.p2c);
@@ -42,40 +41,6 @@ std::unique_ptr<Encoding<double>> make_deberta(const DebertaOptions& o, const En
                                                ParameterArena<double>& arena) {
   return find_encoding("deberta")->make<double>(deberta_options(o), s, arena);
 }
-
-double* slot(ParameterArena<double>& arena, const std::string& name) {
-  for (const auto& s : arena.slots())
-    if (s.name == name) return arena.values() + s.offset;
-  FAIL("no parameter " << name);
-  return nullptr;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
-
-void zero_masked(std::vector<double>& t, const AttentionGeometry& g) {
-  for (int bh = 0; bh < g.batch * g.n_heads; ++bh)
-    for (int i = 0; i < g.q_len; ++i)
-      for (int j = 0; j < g.k_len; ++j)
-        if (!g.visible(i, j)) t[(long(bh) * g.q_len + i) * g.k_len + j] = 0;
-}
-
-struct Positions {
-  std::vector<std::int64_t> q, k;
-  Positions(int L, int M, std::int64_t base) : q(L), k(M + L) {
-    std::iota(q.begin(), q.end(), base);
-    std::iota(k.begin(), k.end(), base - M);
-  }
-};
 
 }  // namespace
 
@@ -267,19 +232,8 @@ TEST_CASE("deberta: gradients through attention with memory", "[deberta][grad]")
     for (int window : {0, 3}) {
       CAPTURE(window);
       AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
-      auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-      std::vector<double> out(B * L * d), dx(B * K * d, 0);
-      auto loss = [&] {
-        attn.forward(x.data(), g, *enc, 0, out.data());
-        return dot(R, out);
-      };
-      arena.zero_grads();
-      loss();
-      attn.backward(R.data(), x.data(), g, *enc, 0, dx.data());
-      std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-      require_gradient("x", x.data(), dx.data(), x.size(), loss);
-      require_gradient("W_q, W_k, W_v, W_o, P, W_qr, W_kr", arena.values(), analytic.data(),
-                       arena.count(), loss);
+      check_attention_gradients(attn, *enc, arena, g, 0, rng, "x",
+                                "W_q, W_k, W_v, W_o, P, W_qr, W_kr");
     }
   }
 }

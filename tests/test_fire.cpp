@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "encoding_test_helpers.hpp"
 #include "encodings/registry.hpp"
 #include "gradcheck.hpp"
 #include "nn/attention.hpp"
@@ -28,9 +29,7 @@ struct FireOptions {
 };
 
 Options fire_options(const FireOptions& f) {
-  const EncodingInfo* info = find_encoding("fire");
-  REQUIRE(info != nullptr);
-  Options o = Options::defaults(info->options);
+  Options o = default_options("fire");
   o.set("hidden", std::int64_t(f.hidden));
   o.set("threshold_init", f.threshold_init);
   o.set("learn_threshold", f.learn_threshold);
@@ -43,41 +42,6 @@ std::unique_ptr<Encoding<double>> make_fire(const FireOptions& f, const Encoding
                                             ParameterArena<double>& arena) {
   return find_encoding("fire")->make<double>(fire_options(f), s, arena);
 }
-
-double* slot(ParameterArena<double>& arena, const std::string& name) {
-  for (const auto& s : arena.slots())
-    if (s.name == name) return arena.values() + s.offset;
-  FAIL("no parameter " << name);
-  return nullptr;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
-
-void zero_masked(std::vector<double>& t, const AttentionGeometry& g) {
-  for (int bh = 0; bh < g.batch * g.n_heads; ++bh)
-    for (int i = 0; i < g.q_len; ++i)
-      for (int j = 0; j < g.k_len; ++j)
-        if (!g.visible(i, j)) t[(long(bh) * g.q_len + i) * g.k_len + j] = 0;
-}
-
-// Queries at base .. base + L - 1, keys (memory first) at base - M .. base + L - 1.
-struct Positions {
-  std::vector<std::int64_t> q, k;
-  Positions(int L, int M, std::int64_t base) : q(L), k(M + L) {
-    std::iota(q.begin(), q.end(), base);
-    std::iota(k.begin(), k.end(), base - M);
-  }
-};
 
 // Random generic parameters, L_thr = `threshold` (between integer positions).
 void set_parameters(ParameterArena<double>& arena, Rng& rng, double threshold) {
@@ -155,22 +119,13 @@ TEST_CASE("fire: the hook adds f(psi(i - j) / psi(max(i, L_thr))) on visible cel
       std::vector<double> q(B * L * H * dh, 1.0), k(B * K * H * dh, 1.0);
       std::vector<double> scores(B * H * L * K, -1.5);
       enc->scores_forward(0, g, q.data(), k.data(), 0.3, scores.data());
-      for (int b = 0; b < B; ++b)
-        for (int h = 0; h < H; ++h)
-          for (int i = 0; i < L; ++i)
-            for (int j = 0; j < K; ++j) {
-              CAPTURE(b, h, i, j);
-              const double s = scores[((b * H + h) * L + i) * K + j];
-              if (!g.visible(i, j)) {
-                CHECK(s == -1.5);
-                continue;
-              }
-              const double qi = double(pos.q[i]), dist = double(pos.q[i] - pos.k[j]);
-              const double u = std::log(c * dist + 1) / std::log(c * std::max(qi, Lthr) + 1);
-              double f = 0;
-              for (int m = 0; m < hidden; ++m) f += W2[m][h] * std::max(0.0, w1[m] * u + b1[m]);
-              CHECK(s == Approx(-1.5 + f).epsilon(1e-13).margin(1e-14));
-            }
+      check_score_cells(g, scores, -1.5, [&](int, int h, int i, int j, double s) {
+        const double qi = double(pos.q[i]), dist = double(pos.q[i] - pos.k[j]);
+        const double u = std::log(c * dist + 1) / std::log(c * std::max(qi, Lthr) + 1);
+        double f = 0;
+        for (int m = 0; m < hidden; ++m) f += W2[m][h] * std::max(0.0, w1[m] * u + b1[m]);
+        CHECK(s == Approx(-1.5 + f).epsilon(1e-13).margin(1e-14));
+      });
     }
 }
 
@@ -235,20 +190,10 @@ TEST_CASE("fire: finite-difference gradients of w1, b1, W2, c and L_thr", "[fire
         zero_masked(R0, g);
         zero_masked(R1, g);
         std::vector<double> q(B * L * H * dh, 0), k(B * K * H * dh, 0);
-        auto loss = [&] {
-          std::vector<double> a(R0.size(), 0), b(R0.size(), 0);
-          enc->scores_forward(0, g, q.data(), k.data(), 0.5, a.data());
-          enc->scores_forward(1, g, q.data(), k.data(), 0.5, b.data());
-          return dot(R0, a) + dot(R1, b);
-        };
         std::vector<double> dq(q.size(), 0), dk(k.size(), 0);
-        arena.zero_grads();
-        loss();
-        enc->scores_backward(0, g, q.data(), k.data(), 0.5, R0.data(), dq.data(), dk.data());
-        enc->scores_backward(1, g, q.data(), k.data(), 0.5, R1.data(), dq.data(), dk.data());
-        std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-        require_gradient("w1, b1, W2, c, log_L of both layers", arena.values(), analytic.data(),
-                         arena.count(), loss);
+        const auto analytic = check_two_layer_score_gradients(
+            *enc, arena, g, q, k, std::vector<double>(R0.size(), 0), R0, R1, dq, dk,
+            "w1, b1, W2, c, log_L of both layers");
         // L_thr only matters for the thresholded queries; with threshold 5.5 some are.
         for (const auto& s : arena.slots())
           if (s.name.find("log_L") != std::string::npos) CHECK(analytic[s.offset] != 0.0);
@@ -270,19 +215,7 @@ TEST_CASE("fire: gradients through attention with memory", "[fire][grad]") {
   set_parameters(arena, rng, 3.5);
   attn.init(rng, 0.5);  // set_parameters overwrote everything
   AttentionGeometry g{B, L, M, K, H, d / H, 0, pos.q.data(), pos.k.data()};
-  auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-  std::vector<double> out(B * L * d), dx(B * K * d, 0);
-  auto loss = [&] {
-    attn.forward(x.data(), g, *enc, 0, out.data());
-    return dot(R, out);
-  };
-  arena.zero_grads();
-  loss();
-  attn.backward(R.data(), x.data(), g, *enc, 0, dx.data());
-  std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-  require_gradient("x", x.data(), dx.data(), x.size(), loss);
-  require_gradient("W_q, W_k, W_v, W_o and FIRE", arena.values(), analytic.data(), arena.count(),
-                   loss);
+  check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o and FIRE");
 }
 
 TEST_CASE("fire: relative below the threshold, not beyond; future keys are refused", "[fire]") {

@@ -4,6 +4,7 @@
 
 #include <numeric>
 
+#include "encoding_test_helpers.hpp"
 #include "gradcheck.hpp"
 #include "model/transformer.hpp"
 #include "nn/activation.hpp"
@@ -14,14 +15,6 @@
 
 using namespace poslab;
 using namespace poslab::testing;
-
-namespace {
-double dot(const std::vector<double>& a, const double* b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-}  // namespace
 
 TEST_CASE("linear: gradients of x, W and b", "[grad][nn]") {
   Rng rng(1);
@@ -129,73 +122,23 @@ TEST_CASE("attention with memory: gradients of every input row and parameter", "
   std::vector<std::int64_t> qp = {2, 3, 4}, kp = {0, 1, 2, 3, 4};
   for (int window : {0, 3}) {
     AttentionGeometry g{B, L, M, K, H, d / H, window, qp.data(), kp.data()};
-    auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-    std::vector<double> out(B * L * d), dx(B * K * d, 0);
-    auto loss = [&] {
-      attn.forward(x.data(), g, *none, 0, out.data());
-      return dot(R, out.data());
-    };
-    arena.zero_grads();
-    loss();
-    attn.backward(R.data(), x.data(), g, *none, 0, dx.data());
-    require_gradient("x (memory and segment rows)", x.data(), dx.data(), x.size(), loss);
-    require_gradient("W_q, W_k, W_v, W_o", arena.values(), arena.grads(), arena.count(), loss);
+    check_attention_gradients(attn, *none, arena, g, 0, rng, "x (memory and segment rows)",
+                              "W_q, W_k, W_v, W_o");
   }
 }
 
-namespace {
-ModelConfig tiny_model(bool pre_ln, bool tie, const std::string& act) {
-  ModelConfig m;
-  m.vocab_size = 7;
-  m.d_model = 8;
-  m.n_layers = 2;
-  m.n_heads = 2;
-  m.d_inner = 12;
-  m.activation = act;
-  m.pre_ln = pre_ln;
-  m.tie_embeddings = tie;
-  m.init_std = 0.3;  // large enough that every path carries a visible gradient
-  return m;
-}
-
-// Perturbs every parameter of a whole model; with memory, the second segment is checked with
-// the memory of the first held fixed (memory is stop-gradient).
-void check_whole_model(const ModelConfig& m, const EncodingConfig& e, const MemoryConfig& mem) {
-  TransformerLM<double> model(m, e, mem);
-  model.init(11);
-  Rng rng(12);
-  // Random biases and gains, so that zero-initialised parameters are checked at a generic point.
-  for (auto& slot : model.arena().slots())
-    if (!slot.weight_decay)
-      for (std::size_t i = 0; i < slot.size; ++i)
-        model.arena().values()[slot.offset + i] += rng.normal(0, 0.2);
-  const int B = 2, L = 4;
-  std::vector<std::int32_t> tok(B * L), tgt(B * L), tok2(B * L), tgt2(B * L);
-  for (auto* v : {&tok, &tgt, &tok2, &tgt2})
-    for (auto& t : *v) t = std::int32_t(rng.below(m.vocab_size));
-  std::vector<double> w = {1, 0, 1, 1, 0.5, 1, 0, 2};
-  model.forward(tok.data(), tgt.data(), w.data(), B, L, 0, true);  // fills memory
-  auto loss = [&] { return model.forward(tok2.data(), tgt2.data(), w.data(), B, L, L, false); };
-  model.arena().zero_grads();
-  loss();
-  model.backward();
-  std::vector<double> analytic(model.arena().grads(), model.arena().grads() + model.arena().count());
-  require_gradient("every model parameter", model.arena().values(), analytic.data(),
-                   analytic.size(), loss);
-}
-}  // namespace
-
 TEST_CASE("whole model: gradient of every parameter", "[grad][model]") {
+  const std::vector<double> weights = {1, 0, 1, 1, 0.5, 1, 0, 2};  // per-token loss weights
   EncodingConfig none;
   MemoryConfig no_memory, memory;
   memory.mem_len = 3;
   SECTION("post-LN, ReLU, untied, no memory") {
-    check_whole_model(tiny_model(false, false, "relu"), none, no_memory);
+    check_whole_model_gradients(tiny_model_config(false, false, "relu"), none, no_memory, weights);
   }
   SECTION("post-LN, GELU, tied, memory") {
-    check_whole_model(tiny_model(false, true, "gelu"), none, memory);
+    check_whole_model_gradients(tiny_model_config(false, true, "gelu"), none, memory, weights);
   }
   SECTION("pre-LN, GELU, untied, memory") {
-    check_whole_model(tiny_model(true, false, "gelu"), none, memory);
+    check_whole_model_gradients(tiny_model_config(true, false, "gelu"), none, memory, weights);
   }
 }

@@ -5,9 +5,9 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <numeric>
 #include <vector>
 
+#include "encoding_test_helpers.hpp"
 #include "encodings/registry.hpp"
 #include "gradcheck.hpp"
 #include "nn/attention.hpp"
@@ -18,27 +18,12 @@ using namespace poslab::testing;
 namespace {
 
 Options kerple_options(bool shared = false) {
-  const EncodingInfo* info = find_encoding("kerple");
-  REQUIRE(info != nullptr);
-  Options o = Options::defaults(info->options);
+  Options o = default_options("kerple");
   o.set("shared", shared);
   return o;
 }
 
 double softplus(double x) { return std::log(1.0 + std::exp(x)); }
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-void zero_masked(std::vector<double>& t, const AttentionGeometry& g) {
-  for (int bh = 0; bh < g.batch * g.n_heads; ++bh)
-    for (int i = 0; i < g.q_len; ++i)
-      for (int j = 0; j < g.k_len; ++j)
-        if (!g.visible(i, j)) t[(long(bh) * g.q_len + i) * g.k_len + j] = 0;
-}
 
 }  // namespace
 
@@ -85,13 +70,11 @@ TEST_CASE("kerple: registered, per-layer or shared parameters, paper's initial r
 TEST_CASE("kerple: the hook adds -r1 log(1 + r2 |i - j|) unscaled on visible cells",
           "[kerple]") {
   const int B = 2, H = 2, dh = 3, L = 3, M = 4, K = M + L, layers = 2;
-  std::vector<std::int64_t> qp(L), kp(K);
-  std::iota(qp.begin(), qp.end(), 100);
-  std::iota(kp.begin(), kp.end(), 100 - M);
+  Positions pos(L, M, 100);
   for (bool shared : {false, true})
     for (int window : {0, 5}) {
       CAPTURE(shared, window);
-      AttentionGeometry g{B, L, M, K, H, dh, window, qp.data(), kp.data()};
+      AttentionGeometry g{B, L, M, K, H, dh, window, pos.q.data(), pos.k.data()};
       ParameterArena<double> arena;
       auto enc =
           find_encoding("kerple")->make<double>(kerple_options(shared), {H * dh, H, dh, layers},
@@ -106,31 +89,20 @@ TEST_CASE("kerple: the hook adds -r1 log(1 + r2 |i - j|) unscaled on visible cel
         const int t = shared ? 0 : layer;  // which (r1, r2) slots
         std::vector<double> scores(B * H * L * K, 0.75);
         enc->scores_forward(layer, g, q.data(), k.data(), 0.2, scores.data());
-        for (int b = 0; b < B; ++b)
-          for (int h = 0; h < H; ++h) {
-            const double r1 = softplus(double(2 * t) - 0.5 * h - 0.3);
-            const double r2 = softplus(double(2 * t + 1) - 0.5 * h - 0.3);
-            for (int i = 0; i < L; ++i)
-              for (int j = 0; j < K; ++j) {
-                CAPTURE(layer, b, h, i, j);
-                const double s = scores[((b * H + h) * L + i) * K + j];
-                if (!g.visible(i, j)) {
-                  CHECK(s == 0.75);
-                  continue;
-                }
-                const double dist = double(i + M - j);
-                CHECK(s == Approx(0.75 - r1 * std::log(1 + r2 * dist)).epsilon(1e-14));
-              }
-          }
+        CAPTURE(layer);
+        check_score_cells(g, scores, 0.75, [&](int, int h, int i, int j, double s) {
+          const double r1 = softplus(double(2 * t) - 0.5 * h - 0.3);
+          const double r2 = softplus(double(2 * t + 1) - 0.5 * h - 0.3);
+          const double dist = double(i + M - j);
+          CHECK(s == Approx(0.75 - r1 * std::log(1 + r2 * dist)).epsilon(1e-14));
+        });
       }
     }
 }
 
 TEST_CASE("kerple: finite-difference gradients of r1 and r2", "[kerple][grad]") {
   const int B = 2, L = 3, M = 3, K = M + L, H = 2, dh = 2, layers = 2;
-  std::vector<std::int64_t> qp(L), kp(K);
-  std::iota(qp.begin(), qp.end(), 7);
-  std::iota(kp.begin(), kp.end(), 7 - M);
+  Positions pos(L, M, 7);
   for (bool shared : {false, true})
     for (int window : {0, 4}) {
       CAPTURE(shared, window);
@@ -140,23 +112,14 @@ TEST_CASE("kerple: finite-difference gradients of r1 and r2", "[kerple][grad]") 
       arena.allocate();
       Rng rng(9);
       enc->init(arena, rng);
-      AttentionGeometry g{B, L, M, K, H, dh, window, qp.data(), kp.data()};
+      AttentionGeometry g{B, L, M, K, H, dh, window, pos.q.data(), pos.k.data()};
       auto q = random_vector(B * L * H * dh, rng), k = random_vector(B * K * H * dh, rng);
       auto R0 = random_vector(B * H * L * K, rng), R1 = random_vector(B * H * L * K, rng);
       zero_masked(R0, g);
       zero_masked(R1, g);
-      auto loss = [&] {
-        std::vector<double> a(R0.size(), 0), b(R0.size(), 0);
-        enc->scores_forward(0, g, q.data(), k.data(), 0.5, a.data());
-        enc->scores_forward(1, g, q.data(), k.data(), 0.5, b.data());
-        return dot(R0, a) + dot(R1, b);
-      };
       std::vector<double> dq(q.size(), 0), dk(k.size(), 0);
-      arena.zero_grads();
-      enc->scores_backward(0, g, q.data(), k.data(), 0.5, R0.data(), dq.data(), dk.data());
-      enc->scores_backward(1, g, q.data(), k.data(), 0.5, R1.data(), dq.data(), dk.data());
-      std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-      require_gradient("r1, r2 (raw)", arena.values(), analytic.data(), arena.count(), loss);
+      check_two_layer_score_gradients(*enc, arena, g, q, k, std::vector<double>(R0.size(), 0), R0,
+                                      R1, dq, dk, "r1, r2 (raw)");
       CHECK(dq == std::vector<double>(q.size(), 0));
       CHECK(dk == std::vector<double>(k.size(), 0));
     }
@@ -164,9 +127,7 @@ TEST_CASE("kerple: finite-difference gradients of r1 and r2", "[kerple][grad]") 
 
 TEST_CASE("kerple: gradients through attention with memory", "[kerple][grad]") {
   const int B = 2, L = 3, M = 2, K = M + L, d = 8, H = 2;
-  std::vector<std::int64_t> qp(L), kp(K);
-  std::iota(qp.begin(), qp.end(), 0);
-  std::iota(kp.begin(), kp.end(), -M);
+  Positions pos(L, M, 0);
   Rng rng(10);
   ParameterArena<double> arena;
   auto enc = find_encoding("kerple")->make<double>(kerple_options(), {d, H, d / H, 1}, arena);
@@ -174,18 +135,6 @@ TEST_CASE("kerple: gradients through attention with memory", "[kerple][grad]") {
   arena.allocate();
   attn.init(rng, 0.5);
   enc->init(arena, rng);
-  AttentionGeometry g{B, L, M, K, H, d / H, 0, qp.data(), kp.data()};
-  auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-  std::vector<double> out(B * L * d), dx(B * K * d, 0);
-  auto loss = [&] {
-    attn.forward(x.data(), g, *enc, 0, out.data());
-    return dot(R, out);
-  };
-  arena.zero_grads();
-  loss();
-  attn.backward(R.data(), x.data(), g, *enc, 0, dx.data());
-  std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-  require_gradient("x", x.data(), dx.data(), x.size(), loss);
-  require_gradient("W_q, W_k, W_v, W_o, r1, r2", arena.values(), analytic.data(), arena.count(),
-                   loss);
+  AttentionGeometry g{B, L, M, K, H, d / H, 0, pos.q.data(), pos.k.data()};
+  check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o, r1, r2");
 }

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <vector>
 
+#include "encoding_test_helpers.hpp"
 #include "encodings/registry.hpp"
 #include "gradcheck.hpp"
 #include "nn/attention.hpp"
@@ -20,9 +21,7 @@ using namespace poslab::testing;
 namespace {
 
 Options rope_options(double base = 10000, double fraction = 1.0) {
-  const EncodingInfo* info = find_encoding("rope");
-  REQUIRE(info != nullptr);
-  Options o = Options::defaults(info->options);
+  Options o = default_options("rope");
   o.set("base", base);
   o.set("fraction", fraction);
   return o;
@@ -34,12 +33,6 @@ std::unique_ptr<Encoding<double>> make_rope(const EncodingShape& s, double base 
   auto enc = find_encoding("rope")->make<double>(rope_options(base, fraction), s, arena);
   REQUIRE(arena.count() == 0);  // no parameters
   return enc;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
 }
 
 // Rotates one query (position m) and one key (position n) of a single head; returns q'.k'.
@@ -149,10 +142,8 @@ TEST_CASE("rope: whole-head scores are shift-invariant, memory keys included", "
   Rng rng(2);
   const auto q = random_vector(B * L * H * dh, rng), k = random_vector(B * K * H * dh, rng);
   auto scores = [&](std::int64_t shift) {
-    std::vector<std::int64_t> qp(L), kp(K);
-    std::iota(qp.begin(), qp.end(), shift);
-    std::iota(kp.begin(), kp.end(), shift - M);
-    AttentionGeometry g{B, L, M, K, H, dh, 0, qp.data(), kp.data()};
+    Positions pos(L, M, shift);
+    AttentionGeometry g{B, L, M, K, H, dh, 0, pos.q.data(), pos.k.data()};
     auto qr = q, kr = k;
     enc->qk_forward(0, g, qr.data(), kr.data());
     std::vector<double> s;
@@ -177,10 +168,8 @@ TEST_CASE("rope: whole-head scores are shift-invariant, memory keys included", "
 TEST_CASE("rope: backward is the inverse rotation (finite differences of q and k)",
           "[rope][grad]") {
   const int B = 2, H = 2, dh = 6, L = 3, M = 2, K = M + L;
-  std::vector<std::int64_t> qp(L), kp(K);
-  std::iota(qp.begin(), qp.end(), 11);
-  std::iota(kp.begin(), kp.end(), 11 - M);
-  AttentionGeometry g{B, L, M, K, H, dh, 0, qp.data(), kp.data()};
+  Positions pos(L, M, 11);
+  AttentionGeometry g{B, L, M, K, H, dh, 0, pos.q.data(), pos.k.data()};
   for (double fraction : {1.0, 0.5}) {
     CAPTURE(fraction);
     auto enc = make_rope({H * dh, H, dh, 1}, 10000, fraction);
@@ -208,9 +197,7 @@ TEST_CASE("rope: backward is the inverse rotation (finite differences of q and k
 
 TEST_CASE("rope: gradients through attention with memory", "[rope][grad]") {
   const int B = 2, L = 3, M = 2, K = M + L, d = 8, H = 2;
-  std::vector<std::int64_t> qp(L), kp(K);
-  std::iota(qp.begin(), qp.end(), 4);
-  std::iota(kp.begin(), kp.end(), 4 - M);
+  Positions pos(L, M, 4);
   Rng rng(6);
   ParameterArena<double> arena;
   auto enc = find_encoding("rope")->make<double>(rope_options(), {d, H, d / H, 1}, arena);
@@ -219,18 +206,7 @@ TEST_CASE("rope: gradients through attention with memory", "[rope][grad]") {
   attn.init(rng, 0.5);
   for (int window : {0, 3}) {
     CAPTURE(window);
-    AttentionGeometry g{B, L, M, K, H, d / H, window, qp.data(), kp.data()};
-    auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-    std::vector<double> out(B * L * d), dx(B * K * d, 0);
-    auto loss = [&] {
-      attn.forward(x.data(), g, *enc, 0, out.data());
-      return dot(R, out);
-    };
-    arena.zero_grads();
-    loss();
-    attn.backward(R.data(), x.data(), g, *enc, 0, dx.data());
-    std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-    require_gradient("x", x.data(), dx.data(), x.size(), loss);
-    require_gradient("W_q, W_k, W_v, W_o", arena.values(), analytic.data(), arena.count(), loss);
+    AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
+    check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o");
   }
 }

@@ -10,35 +10,17 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
 
+#include "process_helpers.hpp"
 #include "train/checkpoint.hpp"
 #include "train/run_dir.hpp"
 
 using namespace poslab;
+using namespace poslab::testing;
 using Catch::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory per test, removed at the end of it.
-struct ScratchDirectory {
-  fs::path path;
-  ScratchDirectory() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("poslab-test-run-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-  }
-  ~ScratchDirectory() { fs::remove_all(path); }
-};
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::vector<std::string> names_in(const fs::path& dir) {
   std::vector<std::string> names;
@@ -62,7 +44,7 @@ struct TinyModel {
 
 TEST_CASE("RunDirectory::create makes missing parents and accepts an existing directory",
           "[run_dir]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   const fs::path deep = scratch.path / "runs" / "a" / "b";
   const RunDirectory run = RunDirectory::create(deep);
   CHECK(fs::is_directory(deep));
@@ -73,7 +55,7 @@ TEST_CASE("RunDirectory::create makes missing parents and accepts an existing di
 }
 
 TEST_CASE("write_text replaces a file whole and leaves no temporary files", "[run_dir]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   const RunDirectory run = RunDirectory::create(scratch.path);
   run.write_text("config.toml", "first version, long enough to notice truncation\n");
   run.write_text("config.toml", "second\n");
@@ -84,7 +66,7 @@ TEST_CASE("write_text replaces a file whole and leaves no temporary files", "[ru
 }
 
 TEST_CASE("a failed atomic write throws, names the file and leaves nothing behind", "[run_dir]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   const RunDirectory run = RunDirectory::create(scratch.path);
   fs::create_directory(scratch.path / "occupied");  // a directory cannot be renamed over by a file
   CHECK_THROWS_WITH(run.write_text("occupied", "text"), Contains("occupied"));
@@ -94,7 +76,7 @@ TEST_CASE("a failed atomic write throws, names the file and leaves nothing behin
 }
 
 TEST_CASE("write_json round-trips and eval.json marks a run complete", "[run_dir]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   const RunDirectory run = RunDirectory::create(scratch.path);
   CHECK_FALSE(run.is_complete());
   run.write_json("progress.json", {{"step", 10}});
@@ -107,7 +89,7 @@ TEST_CASE("write_json round-trips and eval.json marks a run complete", "[run_dir
 }
 
 TEST_CASE("MetricsLog writes a header, then one line per row", "[run_dir][metrics]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   const RunDirectory run = RunDirectory::create(scratch.path);
   {
     MetricsLog log = run.metrics({"step", "lr", "train_loss", "note"});
@@ -125,7 +107,7 @@ TEST_CASE("MetricsLog writes a header, then one line per row", "[run_dir][metric
 
 TEST_CASE("MetricsLog appends to a file with the same columns and refuses others",
           "[run_dir][metrics]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   const RunDirectory run = RunDirectory::create(scratch.path);
   run.metrics({"step", "loss"}).append({1, 3.5});
   run.metrics({"step", "loss"}).append({2, 3.0});
@@ -134,7 +116,7 @@ TEST_CASE("MetricsLog appends to a file with the same columns and refuses others
 }
 
 TEST_CASE("a checkpoint round-trips names, shapes and values", "[checkpoint]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   TinyModel saved;
   for (std::size_t i = 0; i < saved.arena.count(); ++i) saved.arena.values()[i] = 0.25f * i - 1.0f;
   CHECK_FALSE(has_checkpoint(scratch.path));
@@ -167,7 +149,7 @@ TEST_CASE("a checkpoint round-trips names, shapes and values", "[checkpoint]") {
 }
 
 TEST_CASE("the .npy files are what numpy expects", "[checkpoint]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   TinyModel model;
   save_checkpoint(scratch.path, model.arena);
   const std::string npy = read_file(scratch.path / "checkpoint" / "layer0.attn.W_q.npy");
@@ -179,7 +161,7 @@ TEST_CASE("the .npy files are what numpy expects", "[checkpoint]") {
 }
 
 TEST_CASE("load_checkpoint names the parameter that does not match", "[checkpoint]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   TinyModel saved;
   save_checkpoint(scratch.path, saved.arena);
 
@@ -202,7 +184,7 @@ TEST_CASE("load_checkpoint names the parameter that does not match", "[checkpoin
 }
 
 TEST_CASE("load_checkpoint refuses a damaged file, naming its parameter", "[checkpoint]") {
-  ScratchDirectory scratch;
+  ScratchDirectory scratch(ScratchDirectory::kNameOnly);
   TinyModel saved;
   save_checkpoint(scratch.path, saved.arena);
   const fs::path file = scratch.path / "checkpoint" / "layer0.attn.W_q.npy";

@@ -22,35 +22,17 @@
 #include <nlohmann/json.hpp>
 
 #include "config/load.hpp"
+#include "process_helpers.hpp"
 #include "study/runner.hpp"
 #include "study/study.hpp"
 
 extern char** environ;
 
+using namespace poslab::testing;
 using Catch::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh directory per test, removed at the end of it.
-struct ScratchDirectory {
-  fs::path path;
-  ScratchDirectory() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("poslab-test-runner-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~ScratchDirectory() { fs::remove_all(path); }
-};
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 void write_file(const fs::path& file, const std::string& text) {
   fs::create_directories(file.parent_path());
@@ -62,23 +44,6 @@ std::vector<std::string> lines_of(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   return lines;
-}
-
-struct Outcome {
-  int exit_code;
-  std::string out, err;
-};
-
-// Runs `poslab ARGS` through the shell in directory `cwd`.
-Outcome run_poslab(const std::string& args, const fs::path& cwd) {
-  ScratchDirectory capture;
-  const fs::path out = capture.path / "stdout", err = capture.path / "stderr";
-  const std::string command = "cd " + poslab::shell_quote(cwd.string()) + " && " +
-                              poslab::shell_quote(POSLAB_BINARY) + " " + args + " >" +
-                              poslab::shell_quote(out.string()) + " 2>" +
-                              poslab::shell_quote(err.string());
-  const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
 }
 
 // A few kilobytes of text to train on.

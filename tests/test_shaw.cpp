@@ -12,6 +12,7 @@
 #include <numeric>
 #include <vector>
 
+#include "encoding_test_helpers.hpp"
 #include "encodings/registry.hpp"
 #include "gradcheck.hpp"
 #include "model/transformer.hpp"
@@ -29,9 +30,7 @@ struct ShawOptions {
 };
 
 Options shaw_options(const ShawOptions& s) {
-  const EncodingInfo* info = find_encoding("shaw");
-  REQUIRE(info != nullptr);
-  Options o = Options::defaults(info->options);
+  Options o = default_options("shaw");
   o.set("clip_k", std::int64_t(s.clip_k));
   o.set("keys", s.keys);
   o.set("values", s.values);
@@ -44,36 +43,6 @@ Options shaw_options(const ShawOptions& s) {
 std::unique_ptr<Encoding<double>> make_shaw(const ShawOptions& s, const EncodingShape& shape,
                                             ParameterArena<double>& arena) {
   return find_encoding("shaw")->make<double>(shaw_options(s), shape, arena);
-}
-
-// Positions as the model makes them: keys base - M .. base + L - 1, queries base .. base + L - 1.
-struct Positions {
-  std::vector<std::int64_t> q, k;
-  Positions(int L, int M, std::int64_t base) : q(L), k(M + L) {
-    std::iota(q.begin(), q.end(), base);
-    std::iota(k.begin(), k.end(), base - M);
-  }
-};
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-// Zeroes the masked cells of a [B, H, L, K] tensor (probs and dscores are 0 there).
-void zero_masked(std::vector<double>& t, const AttentionGeometry& g) {
-  for (int bh = 0; bh < g.batch * g.n_heads; ++bh)
-    for (int i = 0; i < g.q_len; ++i)
-      for (int j = 0; j < g.k_len; ++j)
-        if (!g.visible(i, j)) t[(long(bh) * g.q_len + i) * g.k_len + j] = 0;
 }
 
 // Everything that goes into and comes out of the four Shaw hooks of one layer.
@@ -372,56 +341,19 @@ TEST_CASE("shaw: gradients through attention with memory", "[shaw][grad]") {
       for (int window : {0, 3}) {
         CAPTURE(window);
         AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
-        auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-        std::vector<double> out(B * L * d), dx(B * K * d, 0);
-        auto loss = [&] {
-          attn.forward(x.data(), g, *enc, layer, out.data());
-          return dot(R, out);
-        };
-        arena.zero_grads();
-        loss();
-        attn.backward(R.data(), x.data(), g, *enc, layer, dx.data());
-        std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-        require_gradient("x (memory and segment rows)", x.data(), dx.data(), x.size(), loss);
-        require_gradient("W_q, W_k, W_v, W_o, w_K, w_V", arena.values(), analytic.data(),
-                         arena.count(), loss);
+        check_attention_gradients(attn, *enc, arena, g, layer, rng, "x (memory and segment rows)",
+                                  "W_q, W_k, W_v, W_o, w_K, w_V");
       }
     }
 }
 
 TEST_CASE("shaw: gradient of every parameter of a whole model with memory", "[shaw][grad]") {
-  ModelConfig m;
-  m.vocab_size = 7;
-  m.d_model = 8;
-  m.n_layers = 2;
-  m.n_heads = 2;
-  m.d_inner = 12;
-  m.init_std = 0.3;
   EncodingConfig e;
   e.type = "shaw";
   e.options = shaw_options({.clip_k = 2, .init_std = 0.3});
   MemoryConfig mem;
   mem.mem_len = 3;
-  TransformerLM<double> model(m, e, mem);
-  model.init(11);
-  Rng rng(12);
-  for (auto& slot : model.arena().slots())
-    if (!slot.weight_decay)
-      for (std::size_t i = 0; i < slot.size; ++i)
-        model.arena().values()[slot.offset + i] += rng.normal(0, 0.2);
-  const int B = 2, L = 4;
-  std::vector<std::int32_t> tok(B * L), tgt(B * L), tok2(B * L), tgt2(B * L);
-  for (auto* v : {&tok, &tgt, &tok2, &tgt2})
-    for (auto& t : *v) t = std::int32_t(rng.below(m.vocab_size));
-  model.forward(tok.data(), tgt.data(), nullptr, B, L, 0, true);  // fills memory
-  auto loss = [&] { return model.forward(tok2.data(), tgt2.data(), nullptr, B, L, L, false); };
-  model.arena().zero_grads();
-  loss();
-  model.backward();
-  std::vector<double> analytic(model.arena().grads(),
-                               model.arena().grads() + model.arena().count());
-  require_gradient("every model parameter", model.arena().values(), analytic.data(),
-                   analytic.size(), loss);
+  check_whole_model_gradients(tiny_model_config(), e, mem);
 }
 
 TEST_CASE("shaw: shifting every position by a constant changes nothing", "[shaw]") {

@@ -6,10 +6,10 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
-#include <numeric>
 #include <utility>
 #include <vector>
 
+#include "encoding_test_helpers.hpp"
 #include "encodings/registry.hpp"
 #include "encodings/t5_buckets.hpp"
 #include "gradcheck.hpp"
@@ -22,27 +22,12 @@ namespace {
 
 Options t5_options(int num_buckets = 32, int max_distance = 128, bool bidirectional = false,
                    double init_std = 0.02) {
-  const EncodingInfo* info = find_encoding("t5_bias");
-  REQUIRE(info != nullptr);
-  Options o = Options::defaults(info->options);
+  Options o = default_options("t5_bias");
   o.set("num_buckets", std::int64_t(num_buckets));
   o.set("max_distance", std::int64_t(max_distance));
   o.set("bidirectional", bidirectional);
   o.set("init_std", init_std);
   return o;
-}
-
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
-
-void zero_masked(std::vector<double>& t, const AttentionGeometry& g) {
-  for (int bh = 0; bh < g.batch * g.n_heads; ++bh)
-    for (int i = 0; i < g.q_len; ++i)
-      for (int j = 0; j < g.k_len; ++j)
-        if (!g.visible(i, j)) t[(long(bh) * g.q_len + i) * g.k_len + j] = 0;
 }
 
 // (distance n = i - j, expected bucket) pairs.
@@ -147,29 +132,18 @@ TEST_CASE("t5: the hook adds b[bucket(i - j), h] unscaled on visible cells, ever
       for (int layer : {0, 2}) {
         std::vector<double> scores(B * H * L * K, -3.0);
         enc->scores_forward(layer, g, q.data(), k.data(), 0.37, scores.data());
-        for (int bb = 0; bb < B; ++bb)
-          for (int h = 0; h < H; ++h)
-            for (int i = 0; i < L; ++i)
-              for (int j = 0; j < K; ++j) {
-                const double s = scores[((bb * H + h) * L + i) * K + j];
-                if (!g.visible(i, j)) {
-                  CHECK(s == -3.0);
-                  continue;
-                }
-                const int bucket =
-                    t5_relative_bucket(qp[i] - kp[j], bidirectional, 32, 128);
-                CAPTURE(i, j, qp[i] - kp[j], bucket);
-                CHECK(s == -3.0 + 10.0 * bucket + h + 0.25);
-              }
+        check_score_cells(g, scores, -3.0, [&](int, int h, int i, int j, double s) {
+          const int bucket = t5_relative_bucket(qp[i] - kp[j], bidirectional, 32, 128);
+          CAPTURE(qp[i] - kp[j], bucket);
+          CHECK(s == -3.0 + 10.0 * bucket + h + 0.25);
+        });
       }
     }
 }
 
 TEST_CASE("t5: finite-difference gradient of the shared table", "[t5][grad]") {
   const int B = 2, L = 3, M = 4, K = M + L, H = 2, dh = 3, layers = 2;
-  std::vector<std::int64_t> qp(L), kp(K);
-  std::iota(qp.begin(), qp.end(), 5);
-  std::iota(kp.begin(), kp.end(), 5 - M);
+  Positions pos(L, M, 5);
   for (bool bidirectional : {false, true}) {
     CAPTURE(bidirectional);
     ParameterArena<double> arena;
@@ -179,26 +153,16 @@ TEST_CASE("t5: finite-difference gradient of the shared table", "[t5][grad]") {
     arena.allocate();
     Rng rng(3);
     enc->init(arena, rng);
-    AttentionGeometry g{B, L, M, K, H, dh, 0, qp.data(), kp.data()};
+    AttentionGeometry g{B, L, M, K, H, dh, 0, pos.q.data(), pos.k.data()};
     auto q = random_vector(B * L * H * dh, rng), k = random_vector(B * K * H * dh, rng);
     // Both layers use the table: the loss sums their scores with different weights.
     auto R0 = random_vector(B * H * L * K, rng), R1 = random_vector(B * H * L * K, rng);
     zero_masked(R0, g);
     zero_masked(R1, g);
     const std::vector<double> s0 = random_vector(B * H * L * K, rng);
-    auto loss = [&] {
-      std::vector<double> a = s0, b = s0;
-      enc->scores_forward(0, g, q.data(), k.data(), 0.5, a.data());
-      enc->scores_forward(1, g, q.data(), k.data(), 0.5, b.data());
-      return dot(R0, a) + dot(R1, b);
-    };
     auto dq = random_vector(q.size(), rng), dk = random_vector(k.size(), rng);
     const auto dq0 = dq, dk0 = dk;
-    arena.zero_grads();
-    enc->scores_backward(0, g, q.data(), k.data(), 0.5, R0.data(), dq.data(), dk.data());
-    enc->scores_backward(1, g, q.data(), k.data(), 0.5, R1.data(), dq.data(), dk.data());
-    std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-    require_gradient("t5.bias", arena.values(), analytic.data(), arena.count(), loss);
+    check_two_layer_score_gradients(*enc, arena, g, q, k, s0, R0, R1, dq, dk, "t5.bias");
     CHECK(dq == dq0);  // the bias does not depend on q or k
     CHECK(dk == dk0);
   }
@@ -206,9 +170,7 @@ TEST_CASE("t5: finite-difference gradient of the shared table", "[t5][grad]") {
 
 TEST_CASE("t5: gradients through attention with memory and same_length", "[t5][grad]") {
   const int B = 2, L = 3, M = 3, K = M + L, d = 8, H = 2;
-  std::vector<std::int64_t> qp(L), kp(K);
-  std::iota(qp.begin(), qp.end(), 0);
-  std::iota(kp.begin(), kp.end(), -M);
+  Positions pos(L, M, 0);
   Rng rng(5);
   ParameterArena<double> arena;
   auto enc = find_encoding("t5_bias")->make<double>(t5_options(6, 4, false, 0.5), {d, H, d / H, 1},
@@ -219,19 +181,7 @@ TEST_CASE("t5: gradients through attention with memory and same_length", "[t5][g
   enc->init(arena, rng);
   for (int window : {0, 4}) {
     CAPTURE(window);
-    AttentionGeometry g{B, L, M, K, H, d / H, window, qp.data(), kp.data()};
-    auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-    std::vector<double> out(B * L * d), dx(B * K * d, 0);
-    auto loss = [&] {
-      attn.forward(x.data(), g, *enc, 0, out.data());
-      return dot(R, out);
-    };
-    arena.zero_grads();
-    loss();
-    attn.backward(R.data(), x.data(), g, *enc, 0, dx.data());
-    std::vector<double> analytic(arena.grads(), arena.grads() + arena.count());
-    require_gradient("x", x.data(), dx.data(), x.size(), loss);
-    require_gradient("W_q, W_k, W_v, W_o, t5.bias", arena.values(), analytic.data(),
-                     arena.count(), loss);
+    AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
+    check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o, t5.bias");
   }
 }

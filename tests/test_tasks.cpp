@@ -113,6 +113,31 @@ bool is_data_symbol(char c, int alphabet) {
   return symbols.find(c) != std::string::npos;
 }
 
+// Every row of 4 training batches of `task` (16 rows of length L): the layout all instances share
+// (check_instance_layout), then answers(s, w), the task's own checks of the instance s and the
+// row's weights w, which returns the tokens of s that are answers; w must mark exactly those.
+template <class Answers>
+void check_each_instance(const std::string& task, int L, Answers&& answers) {
+  auto source = make(task, setup(16, L, L, false));
+  for (const Batch& batch : read(*source, 4)) {
+    check_instance_layout(batch);
+    for (int b = 0; b < batch.batch; ++b) {
+      const std::string s = instance_of(batch, b);
+      const std::string w = row_weights(batch, b);
+      INFO(row_text(batch, b) << "\n" << w);
+      const std::vector<bool> is_answer = answers(s, w);
+      CHECK(w == weights_for(s, batch.len, is_answer));
+    }
+  }
+}
+
+// The position of the separator in an instance (REQUIREd to be there).
+std::size_t separator_of(const std::string& s) {
+  const auto sep = s.find('|');
+  REQUIRE(sep != std::string::npos);
+  return sep;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -210,100 +235,72 @@ TEST_CASE("the batches of a fixed seed are the same on every machine", "[tasks]"
 
 TEST_CASE("copy: the answer is the question again, and only it is scored", "[tasks]") {
   // A small hand-checkable case: L = 8 holds n = 1..3, e.g. "^cab|cab" with weights 00001110.
-  auto source = make("copy", setup(16, 8, 8, false));
-  for (const Batch& batch : read(*source, 4)) {
-    check_instance_layout(batch);
-    for (int b = 0; b < batch.batch; ++b) {
-      const std::string s = instance_of(batch, b);
-      INFO(row_text(batch, b));
-      const auto sep = s.find('|');
-      REQUIRE(sep != std::string::npos);
-      const std::string question = s.substr(1, sep - 1), answer = s.substr(sep + 1);
-      const int n = int(question.size());
-      CHECK(n >= 1);
-      CHECK(answer == question);
-      CHECK(int(s.size()) == 2 * n + 2);
-      for (char c : question) CHECK(is_data_symbol(c, 16));
-      std::vector<bool> is_answer(s.size(), false);
-      for (int k = 0; k < n; ++k) is_answer[sep + 1 + k] = true;
-      CHECK(row_weights(batch, b) == weights_for(s, batch.len, is_answer));
-    }
-  }
+  check_each_instance("copy", 8, [](const std::string& s, const std::string&) {
+    const auto sep = separator_of(s);
+    const std::string question = s.substr(1, sep - 1), answer = s.substr(sep + 1);
+    const int n = int(question.size());
+    CHECK(n >= 1);
+    CHECK(answer == question);
+    CHECK(int(s.size()) == 2 * n + 2);
+    for (char c : question) CHECK(is_data_symbol(c, 16));
+    std::vector<bool> is_answer(s.size(), false);
+    for (int k = 0; k < n; ++k) is_answer[sep + 1 + k] = true;
+    return is_answer;
+  });
 }
 
 TEST_CASE("reverse: the answer is the question backwards", "[tasks]") {
-  auto source = make("reverse", setup(16, 20, 20, false));
-  for (const Batch& batch : read(*source, 4)) {
-    check_instance_layout(batch);
-    for (int b = 0; b < batch.batch; ++b) {
-      const std::string s = instance_of(batch, b);
-      INFO(row_text(batch, b));
-      const auto sep = s.find('|');
-      REQUIRE(sep != std::string::npos);
-      std::string question = s.substr(1, sep - 1);
-      const std::string answer = s.substr(sep + 1);
-      std::reverse(question.begin(), question.end());
-      CHECK(answer == question);
-      std::vector<bool> is_answer(s.size(), false);
-      for (std::size_t i = sep + 1; i < s.size(); ++i) is_answer[i] = true;
-      CHECK(row_weights(batch, b) == weights_for(s, batch.len, is_answer));
-    }
-  }
+  check_each_instance("reverse", 20, [](const std::string& s, const std::string&) {
+    const auto sep = separator_of(s);
+    std::string question = s.substr(1, sep - 1);
+    const std::string answer = s.substr(sep + 1);
+    std::reverse(question.begin(), question.end());
+    CHECK(answer == question);
+    std::vector<bool> is_answer(s.size(), false);
+    for (std::size_t i = sep + 1; i < s.size(); ++i) is_answer[i] = true;
+    return is_answer;
+  });
 }
 
 TEST_CASE("assoc_recall: distinct keys, and the answer is the queried key's value", "[tasks]") {
-  auto source = make("assoc_recall", setup(16, 40, 40, false));
-  for (const Batch& batch : read(*source, 4)) {
-    check_instance_layout(batch);
-    for (int b = 0; b < batch.batch; ++b) {
-      const std::string s = instance_of(batch, b);
-      INFO(row_text(batch, b));
-      const auto sep = s.find('|');
-      REQUIRE(sep != std::string::npos);
-      REQUIRE(s.size() == sep + 3);  // | kq vq
-      std::map<char, char> value_of;
-      for (std::size_t i = 1; i + 1 < sep; i += 2) {
-        CHECK(std::isalpha(static_cast<unsigned char>(s[i])));
-        CHECK(std::isdigit(static_cast<unsigned char>(s[i + 1])));
-        CHECK(value_of.count(s[i]) == 0);  // keys are distinct
-        value_of[s[i]] = s[i + 1];
-      }
-      CHECK((sep - 1) % 2 == 0);
-      const char query = s[sep + 1], answer = s[sep + 2];
-      REQUIRE(value_of.count(query) == 1);
-      CHECK(answer == value_of[query]);
-      std::vector<bool> is_answer(s.size(), false);
-      is_answer[sep + 2] = true;  // the value only, not the query key
-      CHECK(row_weights(batch, b) == weights_for(s, batch.len, is_answer));
+  check_each_instance("assoc_recall", 40, [](const std::string& s, const std::string&) {
+    const auto sep = separator_of(s);
+    REQUIRE(s.size() == sep + 3);  // | kq vq
+    std::map<char, char> value_of;
+    for (std::size_t i = 1; i + 1 < sep; i += 2) {
+      CHECK(std::isalpha(static_cast<unsigned char>(s[i])));
+      CHECK(std::isdigit(static_cast<unsigned char>(s[i + 1])));
+      CHECK(value_of.count(s[i]) == 0);  // keys are distinct
+      value_of[s[i]] = s[i + 1];
     }
-  }
+    CHECK((sep - 1) % 2 == 0);
+    const char query = s[sep + 1], answer = s[sep + 2];
+    REQUIRE(value_of.count(query) == 1);
+    CHECK(answer == value_of[query]);
+    std::vector<bool> is_answer(s.size(), false);
+    is_answer[sep + 2] = true;  // the value only, not the query key
+    return is_answer;
+  });
 }
 
 TEST_CASE("induction: the block that ends the instance occurred before", "[tasks]") {
-  auto source = make("induction", setup(16, 40, 40, false));
   std::set<int> blocks;
-  for (const Batch& batch : read(*source, 4)) {
-    check_instance_layout(batch);
-    for (int b = 0; b < batch.batch; ++b) {
-      const std::string s = instance_of(batch, b);
-      const std::string w = row_weights(batch, b);
-      INFO(row_text(batch, b) << "\n" << w);
-      const int T = int(s.size());
-      // The scored targets are one run: tokens T-m+1 .. T-1, i.e. targets T-m .. T-2.
-      const int m = int(std::count(w.begin(), w.end(), '1')) + 1;
-      CHECK((m >= 4 && m <= 8));
-      blocks.insert(m);
-      std::vector<bool> is_answer(s.size(), false);
-      for (int i = T - m + 1; i < T; ++i) is_answer[i] = true;
-      CHECK(w == weights_for(s, batch.len, is_answer));
-      // The repeated block X (the last m tokens) occurs earlier, wholly before the repeat.
-      const std::string block = s.substr(T - m);
-      const auto first = s.find(block, 1);
-      CHECK(first != std::string::npos);
-      CHECK(int(first) <= T - 2 * m);
-      for (char c : s.substr(1)) CHECK(is_data_symbol(c, 16));
-    }
-  }
+  check_each_instance("induction", 40, [&](const std::string& s, const std::string& w) {
+    const int T = int(s.size());
+    // The scored targets are one run: tokens T-m+1 .. T-1, i.e. targets T-m .. T-2.
+    const int m = int(std::count(w.begin(), w.end(), '1')) + 1;
+    CHECK((m >= 4 && m <= 8));
+    blocks.insert(m);
+    // The repeated block X (the last m tokens) occurs earlier, wholly before the repeat.
+    const std::string block = s.substr(T - m);
+    const auto first = s.find(block, 1);
+    CHECK(first != std::string::npos);
+    CHECK(int(first) <= T - 2 * m);
+    for (char c : s.substr(1)) CHECK(is_data_symbol(c, 16));
+    std::vector<bool> is_answer(s.size(), false);
+    for (int i = T - m + 1; i < T; ++i) is_answer[i] = true;
+    return is_answer;
+  });
   CHECK(blocks == std::set<int>{4, 5, 6, 7, 8});  // block = 0: every length in 4..8
   // A fixed block length.
   auto fixed = make("induction", setup(8, 30, 30, false), {{"block", std::int64_t(3)}});
@@ -315,26 +312,19 @@ TEST_CASE("induction: the block that ends the instance occurred before", "[tasks
 }
 
 TEST_CASE("parity: the answer is the xor of the bits", "[tasks]") {
-  auto source = make("parity", setup(16, 20, 20, false));
   std::set<char> answers;
-  for (const Batch& batch : read(*source, 4)) {
-    check_instance_layout(batch);
-    for (int b = 0; b < batch.batch; ++b) {
-      const std::string s = instance_of(batch, b);
-      INFO(row_text(batch, b));
-      const auto sep = s.find('|');
-      REQUIRE(sep != std::string::npos);
-      REQUIRE(s.size() == sep + 2);
-      const std::string bits = s.substr(1, sep - 1);
-      CHECK(bits.find_first_not_of("01") == std::string::npos);
-      const auto ones = std::count(bits.begin(), bits.end(), '1');
-      CHECK(s.back() == (ones % 2 ? '1' : '0'));
-      answers.insert(s.back());
-      std::vector<bool> is_answer(s.size(), false);
-      is_answer[sep + 1] = true;
-      CHECK(row_weights(batch, b) == weights_for(s, batch.len, is_answer));
-    }
-  }
+  check_each_instance("parity", 20, [&](const std::string& s, const std::string&) {
+    const auto sep = separator_of(s);
+    REQUIRE(s.size() == sep + 2);
+    const std::string bits = s.substr(1, sep - 1);
+    CHECK(bits.find_first_not_of("01") == std::string::npos);
+    const auto ones = std::count(bits.begin(), bits.end(), '1');
+    CHECK(s.back() == (ones % 2 ? '1' : '0'));
+    answers.insert(s.back());
+    std::vector<bool> is_answer(s.size(), false);
+    is_answer[sep + 1] = true;
+    return is_answer;
+  });
   CHECK(answers == std::set<char>{'0', '1'});
 }
 

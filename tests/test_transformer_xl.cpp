@@ -7,6 +7,7 @@
 #include <memory>
 #include <numeric>
 
+#include "encoding_test_helpers.hpp"
 #include "encodings/registry.hpp"
 #include "encodings/rel_shift.hpp"
 #include "gradcheck.hpp"
@@ -74,19 +75,6 @@ struct Geo {
   }
   Geo(const Geo&) = delete;
 };
-
-double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
-  REQUIRE(a.size() == b.size());
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(a[i] - b[i]));
-  return m;
-}
-
-double dot(const std::vector<double>& a, const double* b) {
-  double s = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
-  return s;
-}
 
 // Random [B, H, L, K] values on visible cells, exactly 0 on masked ones (what the attention
 // passes to scores_backward).
@@ -396,7 +384,7 @@ TEST_CASE("transformer_xl hook: gradients of q, k, u, v and W_kR", "[xl][grad]")
 TEST_CASE(
     "transformer_xl through Attention<double>: gradients of x and all parameters, with memory",
     "[xl][grad]") {
-  const int B = 2, L = 3, M = 2, K = M + L, d = 8, H = 2, dh = d / H;
+  const int B = 2, L = 3, M = 2, d = 8, H = 2, dh = d / H;
   const std::vector<Case> cases = {
       {"defaults", {}},
       {"term_a off, clamp_len 1", {{"term_a", false}, {"clamp_len", std::int64_t(1)}}},
@@ -406,19 +394,9 @@ TEST_CASE(
       Xl xl(xl_options(c.options), d, H, 1, true);
       Geo geo(B, L, M, H, dh, window, 0);
       Rng rng(9);
-      auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-      std::vector<double> out(B * L * d), dx(B * K * d, 0.0);
-      auto loss = [&] {
-        xl.attn->forward(x.data(), geo.g, *xl.enc, 0, out.data());
-        return dot(R, out.data());
-      };
-      xl.arena.zero_grads();
-      loss();
-      xl.attn->backward(R.data(), x.data(), geo.g, *xl.enc, 0, dx.data());
       INFO(c.name << ", window " << window);
-      require_gradient("x (memory and segment rows)", x.data(), dx.data(), x.size(), loss);
-      require_gradient("attention and encoding parameters", xl.arena.values(), xl.arena.grads(),
-                       xl.arena.count(), loss);
+      check_attention_gradients(*xl.attn, *xl.enc, xl.arena, geo.g, 0, rng,
+                                "x (memory and segment rows)", "attention and encoding parameters");
     }
 }
 
@@ -426,39 +404,13 @@ TEST_CASE("transformer_xl whole model: gradient of every parameter, with memory"
   for (const auto& c : std::vector<Case>{
            {"shared u, v", {}},
            {"untie_uv, clamp_len 2", {{"untie_uv", true}, {"clamp_len", std::int64_t(2)}}}}) {
-    ModelConfig m;
-    m.vocab_size = 7;
-    m.d_model = 8;
-    m.n_layers = 2;
-    m.n_heads = 2;
-    m.d_inner = 12;
-    m.init_std = 0.3;
     EncodingConfig e;
     e.type = "transformer_xl";
     e.options = xl_options(c.options);
     MemoryConfig mem;
     mem.mem_len = 3;
-    TransformerLM<double> model(m, e, mem);
-    model.init(11);
-    Rng rng(12);
-    for (auto& slot : model.arena().slots())
-      if (!slot.weight_decay)
-        for (std::size_t i = 0; i < slot.size; ++i)
-          model.arena().values()[slot.offset + i] += rng.normal(0, 0.2);
-    const int B = 2, L = 4;
-    std::vector<std::int32_t> tok(B * L), tgt(B * L), tok2(B * L), tgt2(B * L);
-    for (auto* v : {&tok, &tgt, &tok2, &tgt2})
-      for (auto& t : *v) t = std::int32_t(rng.below(m.vocab_size));
-    model.forward(tok.data(), tgt.data(), nullptr, B, L, 0, true);  // fills memory
-    auto loss = [&] { return model.forward(tok2.data(), tgt2.data(), nullptr, B, L, L, false); };
-    model.arena().zero_grads();
-    loss();
-    model.backward();
-    std::vector<double> analytic(model.arena().grads(),
-                                 model.arena().grads() + model.arena().count());
     INFO(c.name);
-    require_gradient("every model parameter", model.arena().values(), analytic.data(),
-                     analytic.size(), loss);
+    check_whole_model_gradients(tiny_model_config(), e, mem);
   }
 }
 

@@ -34,6 +34,7 @@
 
 #include <toml++/toml.h>
 
+#include "config/toml_text.hpp"
 #include "tasks/tokens.hpp"
 
 namespace poslab {
@@ -210,30 +211,16 @@ Bounds half_open(double lo, double hi) { return {.min = lo, .max = hi, .max_incl
 Bounds one_of(std::vector<std::string> choices) { return {.choices = std::move(choices)}; }
 Bounds not_empty() { return {.non_empty = true}; }
 
-// The shortest text that reads back as exactly `x`: 0.001, 3e-4, 1e300.
-std::string format_number(double x) {
-  char buffer[64];
-  std::string text(buffer, std::to_chars(buffer, buffer + sizeof buffer, x).ptr);
-  // to_chars writes exponents as e-04 and e+300; drop the '+' and the leading zeros.
-  if (const auto e = text.find('e'); e != std::string::npos) {
-    const bool negative = text[e + 1] == '-';
-    const std::string digits = text.substr(e + 2);
-    const auto first_nonzero = std::min(digits.find_first_not_of('0'), digits.size() - 1);
-    text = text.substr(0, e) + (negative ? "e-" : "e") + digits.substr(first_nonzero);
-  }
-  return text;
-}
-
 // "in [0, 1)", ">= 1", "one of relu, gelu", ...
 std::string describe(const Bounds& b) {
   if (!b.choices.empty()) return "one of " + join(b.choices, ", ");
   if (b.non_empty) return "a non-empty string";
   const bool has_min = std::isfinite(b.min), has_max = std::isfinite(b.max);
   if (has_min && has_max)
-    return std::string("in ") + (b.min_included ? "[" : "(") + format_number(b.min) + ", " +
-           format_number(b.max) + (b.max_included ? "]" : ")");
-  if (has_min) return (b.min_included ? ">= " : "> ") + format_number(b.min);
-  if (has_max) return (b.max_included ? "<= " : "< ") + format_number(b.max);
+    return std::string("in ") + (b.min_included ? "[" : "(") + number_text(b.min) + ", " +
+           number_text(b.max) + (b.max_included ? "]" : ")");
+  if (has_min) return (b.min_included ? ">= " : "> ") + number_text(b.min);
+  if (has_max) return (b.max_included ? "<= " : "< ") + number_text(b.max);
   return "anything";
 }
 
@@ -671,37 +658,6 @@ Config build_config(const std::vector<Setting>& settings, const std::string& sou
 // Writing TOML
 // ---------------------------------------------------------------------------------------------
 
-std::string toml_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char code[8];
-          std::snprintf(code, sizeof code, "\\u%04x", c);
-          out += code;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-// The shortest text that reads back as exactly the same double, always recognisably a float.
-std::string toml_float(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  std::string text = format_number(x);
-  if (text.find_first_of(".e") == std::string::npos) text += ".0";
-  return text;
-}
-
 std::string toml_value(const OptionValue& v) {
   switch (v.index()) {
     case kBoolean: return std::get<bool>(v) ? "true" : "false";
@@ -709,14 +665,6 @@ std::string toml_value(const OptionValue& v) {
     case kFloat: return toml_float(std::get<double>(v));
     default: return toml_string(std::get<std::string>(v));
   }
-}
-
-// Bare keys are letters, digits, '_' and '-'; anything else is quoted.
-std::string toml_key(const std::string& key) {
-  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_' || c == '-';
-  });
-  return bare ? key : toml_string(key);
 }
 
 // [2.0, 0.5]; [] when empty.

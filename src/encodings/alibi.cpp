@@ -15,13 +15,14 @@
 // mask), which is what this does: `scale` is ignored.
 //
 // Cost: one multiply-add per visible cell, O(B H L K); backward has nothing to do (no parameters,
-// and the bias does not depend on q or k).
-#include <algorithm>
-#include <cstdint>
+// and the bias does not depend on q or k). ALiBi is a distance bias like T5 and KERPLE, but one
+// multiply per cell costs about what a gather from their per-distance table (distance_bias.hpp)
+// would, so it computes the bias in place and shares only the mask's visible range.
 #include <stdexcept>
 #include <vector>
 
 #include "encodings/alibi_slopes.hpp"
+#include "encodings/distance_bias.hpp"
 #include "encodings/registry.hpp"
 
 namespace poslab {
@@ -47,9 +48,8 @@ class Alibi : public Encoding<T> {
     for (int bh = 0; bh < B * H; ++bh) {
       const T m = slopes_[bh % H];
       for (int i = 0; i < L; ++i) {
-        // The visible keys of query i are the contiguous range [lo, hi] (AttentionGeometry).
-        const int hi = std::min(K - 1, i + g.mem_len);
-        const int lo = g.window > 0 ? std::max(0, hi - g.window + 1) : 0;
+        int lo, hi;
+        visible_range(g, i, lo, hi);
         T* s = scores + (long(bh) * L + i) * K;
         for (int j = lo; j <= hi; ++j) s[j] -= m * T(g.q_pos[i] - g.k_pos[j]);
       }

@@ -43,7 +43,7 @@
 //   - each query beyond L_thr has its own N_i: one entry per distance of its row.
 //   entry n: u_n = psi(d_n) / psi(N_n);   Hid = relu(u w1^T + b1) [N, hidden];
 //   OutT = W2^T Hid^T [H, N] (one gemm per block of entries);
-//   scores[b, h, i, j] += OutT[h, index_ij]                      (gather)
+//   scores[b, h, i, j] += OutT[h, index_ij]                      (gather, distance_bias.hpp)
 // Backward recomputes the entries and the hidden layer (no per-layer cache):
 //   dOutT[h, n] = sum_{b,i,j : index = n} dS;   dW2 += Hid^T dOut;   dHid = dOut W2^T;
 //   dpre = dHid * [pre > 0];  dw1 += dpre^T u,  db1 += sum dpre,  du = dpre w1;
@@ -59,76 +59,15 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
+#include "encodings/distance_bias.hpp"
 #include "encodings/registry.hpp"
+#include "encodings/softplus.hpp"
 
 namespace poslab {
 
 namespace {
-
-inline double softplus(double x) {
-  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-}
-inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-inline double softplus_inverse(double y) { return y + std::log(-std::expm1(-y)); }  // y > 0
-
-// The keys visible to query i are the contiguous range [lo, hi] (AttentionGeometry::visible).
-inline void visible_range(const AttentionGeometry& g, int i, int& lo, int& hi) {
-  hi = std::min(g.k_len - 1, i + g.mem_len);
-  lo = g.window > 0 ? std::max(0, hi - g.window + 1) : 0;
-}
-
-// scores[b, h, i, j] += tab[h, index[i, j]] on visible cells; tab is [H, N], index [L, K]. The
-// bias does not depend on b: each (h, i) row is gathered once into a per-thread buffer, then
-// added to the B batch rows with contiguous (vectorised) loops.
-template <class T>
-void add_bias_rows(const AttentionGeometry& g, const int* index, const T* tab, int N, T* scores,
-                   std::vector<T>& buffer) {
-  const int B = g.batch, H = g.n_heads, L = g.q_len, K = g.k_len;
-  buffer.resize(std::size_t(omp_get_max_threads()) * K);
-#pragma omp parallel for schedule(static)
-  for (int hi = 0; hi < H * L; ++hi) {
-    const int h = hi / L, i = hi % L;
-    int lo, top;
-    visible_range(g, i, lo, top);
-    T* row = buffer.data() + std::size_t(omp_get_thread_num()) * K;
-    const int* idx = index + long(i) * K;
-    const T* t = tab + long(h) * N;
-    for (int j = lo; j <= top; ++j) row[j] = t[idx[j]];
-    for (int b = 0; b < B; ++b) {
-      T* s = scores + ((long(b) * H + h) * L + i) * K;
-      for (int j = lo; j <= top; ++j) s[j] += row[j];
-    }
-  }
-}
-
-// dtab[h, index[i, j]] += sum_b dS[b, h, i, j] on visible cells: the B batch rows are summed
-// first (vectorised), then scattered once per (h, i). One head per thread.
-template <class T>
-void scatter_bias_rows(const AttentionGeometry& g, const int* index, const T* dscores, int N,
-                       T* dtab, std::vector<T>& buffer) {
-  const int B = g.batch, H = g.n_heads, L = g.q_len, K = g.k_len;
-  buffer.resize(std::size_t(H) * K);
-#pragma omp parallel for schedule(static)
-  for (int h = 0; h < H; ++h) {
-    T* acc = buffer.data() + std::size_t(h) * K;
-    T* dt = dtab + long(h) * N;
-    for (int i = 0; i < L; ++i) {
-      int lo, top;
-      visible_range(g, i, lo, top);
-      const int* idx = index + long(i) * K;
-      for (int j = lo; j <= top; ++j) acc[j] = 0;
-      for (int b = 0; b < B; ++b) {
-        const T* ds = dscores + ((long(b) * H + h) * L + i) * K;
-        for (int j = lo; j <= top; ++j) acc[j] += ds[j];
-      }
-      for (int j = lo; j <= top; ++j) dt[idx[j]] += acc[j];
-    }
-  }
-}
 
 // The distance of a visible cell; a key to the right of its query has no psi.
 inline std::int64_t causal_distance(std::int64_t d) {
@@ -192,15 +131,15 @@ class Fire : public Encoding<T> {
     if (naive_) return naive_forward(p, sc, g, scores);
     const int N = build_entries(g, sc);
     const int H = H_;
-    ensure_shape(out_, {std::size_t(H), std::size_t(N)});
+    T* out = entries_.table(H, N).data();  // OutT [H, N]
     for (int s = 0; s < N; s += kBlock) {
       const int nb = std::min(kBlock, N - s);
       hidden_layer(p, s, nb);
       // OutT[:, s:s+nb] = W2^T Hid^T      [H, nb] = [H, hidden] . [hidden, nb]
       gemm<T>(Trans::Yes, Trans::Yes, H, nb, hidden_, T(1), arena_.value(p.W2), H, hid_.data(),
-              hidden_, T(0), out_.data() + s, N);
+              hidden_, T(0), out + s, N);
     }
-    add_bias_rows(g, index_.data(), out_.data(), N, scores, rows_);  // += OutT[h, index_ij]
+    entries_.gather(g, scores);  // += OutT[h, index_ij]
   }
 
   void scores_backward(int layer, const AttentionGeometry& g, const T* /*q*/, const T* /*k*/,
@@ -211,8 +150,7 @@ class Fire : public Encoding<T> {
     const int N = build_entries(g, sc);
     const int H = H_, hid = hidden_;
     // dOutT[h, n] = sum_{b, i, j : index_ij = n} dS[b, h, i, j]
-    ensure_zeros(out_, {std::size_t(H), std::size_t(N)});
-    scatter_bias_rows(g, index_.data(), dscores, N, out_.data(), rows_);
+    const T* dout = entries_.scatter(g, dscores, N).data();  // [H, N]
     const T* w1 = arena_.value(p.w1);
     T* dw1 = arena_.grad(p.w1);
     T* db1 = arena_.grad(p.b1);
@@ -222,11 +160,11 @@ class Fire : public Encoding<T> {
       const int nb = std::min(kBlock, N - s);
       hidden_layer(p, s, nb);
       // dW2 += Hid^T dOut       [hidden, H] = [hidden, nb] . [nb, H]
-      gemm<T>(Trans::Yes, Trans::Yes, hid, H, nb, T(1), hid_.data(), hid, out_.data() + s, N,
-              T(1), arena_.grad(p.W2), H);
+      gemm<T>(Trans::Yes, Trans::Yes, hid, H, nb, T(1), hid_.data(), hid, dout + s, N, T(1),
+              arena_.grad(p.W2), H);
       // dHid = dOut W2^T        [nb, hidden] = [nb, H] . [H, hidden]
-      gemm<T>(Trans::Yes, Trans::Yes, nb, hid, H, T(1), out_.data() + s, N, arena_.value(p.W2),
-              H, T(0), dhid_.data(), hid);
+      gemm<T>(Trans::Yes, Trans::Yes, nb, hid, H, T(1), dout + s, N, arena_.value(p.W2), H,
+              T(0), dhid_.data(), hid);
       for (int r = 0; r < nb; ++r) {
         const int n = s + r;
         const T* pre = pre_.data() + long(r) * hid;
@@ -279,13 +217,14 @@ class Fire : public Encoding<T> {
     return std::log1p(sc.c * double(d)) / psi_N;
   }
 
-  // Fills dist_, npos_, thr_, u_ (one per entry) and index_ [L, K]. Returns the number of entries.
+  // Fills dist_, npos_, thr_, u_ (one per entry) and the entry index [L, K] of entries_. Returns
+  // the number of entries.
   int build_entries(const AttentionGeometry& g, const Scalars& sc) {
     const int L = g.q_len, K = g.k_len;
     dist_.clear();
     npos_.clear();
     thr_.clear();
-    index_.assign(std::size_t(L) * K, -1);
+    int* index = entries_.clear_index(g);
     // Shared block: every thresholded query, one entry per distance in [lo, hi].
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = -1;
     for (int i = 0; i < L; ++i)
@@ -301,7 +240,7 @@ class Fire : public Encoding<T> {
     for (std::int64_t d = lo; d <= hi; ++d) push_entry(d, 0, true);
     for (int i = 0; i < L; ++i) {
       const std::int64_t qp = g.q_pos[i];
-      int* idx = index_.data() + long(i) * K;
+      int* idx = index + long(i) * K;
       if (thresholded(sc, qp)) {
         for (int j = 0; j < K; ++j)
           if (g.visible(i, j)) idx[j] = int(g.q_pos[i] - g.k_pos[j] - lo);
@@ -434,10 +373,10 @@ class Fire : public Encoding<T> {
   std::vector<std::int64_t> dist_, npos_;  // per entry: distance, query position
   std::vector<char> thr_;                  // per entry: normaliser is L_thr
   std::vector<T> u_;                       // per entry: the MLP input
-  std::vector<int> index_;                 // [L, K]: entry of each visible cell, -1 masked
   xt::xtensor<T, 2> pre_, hid_, dhid_;     // [kBlock, hidden]
-  xt::xtensor<T, 2> out_;                  // [H, N]: f per entry and head; dOut in backward
-  std::vector<T> rows_;                    // [threads, K] or [H, K]: gathered / summed rows
+  // Entry index [L, K] of each visible cell and the table OutT [H, N] (f per entry and head; dOut
+  // in backward), gathered into the scores and scattered back by distance_bias.hpp.
+  DistanceBias<T> entries_;
 };
 
 }  // namespace

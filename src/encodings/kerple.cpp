@@ -22,7 +22,7 @@
 //     layer{n}.kerple.r1 / .r2 [H]. Option `shared` uses one pair kerple.r1 / .r2 for every
 //     layer instead (T5-style). No weight decay.
 //
-// Computation: the bias depends on the distance only, so per call
+// Computation: the bias depends on the distance only, so per call (distance_bias.hpp)
 //   tab[h, d - dmin] = -r1_h log(1 + r2_h |d|)     [H, D], D distinct distances on visible cells
 //   scores[b, h, i, j] += tab[h, dist_ij - dmin]
 // Backward: dtab[h, d] = sum_{b,i,j : dist = d} dS, then per head
@@ -30,81 +30,19 @@
 //   draw = dr * sigmoid(raw)       (softplus' = sigmoid)
 #include <algorithm>
 #include <cmath>
-#include <cstdint>
-#include <limits>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include <omp.h>
-
-#include "core/buffer.hpp"
+#include "encodings/distance_bias.hpp"
 #include "encodings/registry.hpp"
+#include "encodings/softplus.hpp"
 
 namespace poslab {
 
 namespace {
-
-inline double softplus(double x) {
-  return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
-}
-inline double sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-inline double softplus_inverse(double y) { return y + std::log(-std::expm1(-y)); }  // y > 0
-
-// The keys visible to query i are the contiguous range [lo, hi] (AttentionGeometry::visible).
-inline void visible_range(const AttentionGeometry& g, int i, int& lo, int& hi) {
-  hi = std::min(g.k_len - 1, i + g.mem_len);
-  lo = g.window > 0 ? std::max(0, hi - g.window + 1) : 0;
-}
-
-// scores[b, h, i, j] += tab[h, index[i, j]] on visible cells; tab is [H, N], index [L, K]. The
-// bias does not depend on b: each (h, i) row is gathered once into a per-thread buffer, then
-// added to the B batch rows with contiguous (vectorised) loops.
-template <class T>
-void add_bias_rows(const AttentionGeometry& g, const int* index, const T* tab, int N, T* scores,
-                   std::vector<T>& buffer) {
-  const int B = g.batch, H = g.n_heads, L = g.q_len, K = g.k_len;
-  buffer.resize(std::size_t(omp_get_max_threads()) * K);
-#pragma omp parallel for schedule(static)
-  for (int hi = 0; hi < H * L; ++hi) {
-    const int h = hi / L, i = hi % L;
-    int lo, top;
-    visible_range(g, i, lo, top);
-    T* row = buffer.data() + std::size_t(omp_get_thread_num()) * K;
-    const int* idx = index + long(i) * K;
-    const T* t = tab + long(h) * N;
-    for (int j = lo; j <= top; ++j) row[j] = t[idx[j]];
-    for (int b = 0; b < B; ++b) {
-      T* s = scores + ((long(b) * H + h) * L + i) * K;
-      for (int j = lo; j <= top; ++j) s[j] += row[j];
-    }
-  }
-}
-
-// dtab[h, index[i, j]] += sum_b dS[b, h, i, j] on visible cells: the B batch rows are summed
-// first (vectorised), then scattered once per (h, i). One head per thread.
-template <class T>
-void scatter_bias_rows(const AttentionGeometry& g, const int* index, const T* dscores, int N,
-                       T* dtab, std::vector<T>& buffer) {
-  const int B = g.batch, H = g.n_heads, L = g.q_len, K = g.k_len;
-  buffer.resize(std::size_t(H) * K);
-#pragma omp parallel for schedule(static)
-  for (int h = 0; h < H; ++h) {
-    T* acc = buffer.data() + std::size_t(h) * K;
-    T* dt = dtab + long(h) * N;
-    for (int i = 0; i < L; ++i) {
-      int lo, top;
-      visible_range(g, i, lo, top);
-      const int* idx = index + long(i) * K;
-      for (int j = lo; j <= top; ++j) acc[j] = 0;
-      for (int b = 0; b < B; ++b) {
-        const T* ds = dscores + ((long(b) * H + h) * L + i) * K;
-        for (int j = lo; j <= top; ++j) acc[j] += ds[j];
-      }
-      for (int j = lo; j <= top; ++j) dt[idx[j]] += acc[j];
-    }
-  }
-}
 
 template <class T>
 class Kerple : public Encoding<T> {
@@ -143,26 +81,25 @@ class Kerple : public Encoding<T> {
   void scores_forward(int layer, const AttentionGeometry& g, const T* /*q*/, const T* /*k*/,
                       T /*scale*/, T* scores) override {
     const int t = check(layer, g);
-    const int D = compute_distances(g);
+    const int D = dist_.index_distances(g, "kerple");
     const int H = H_;
-    ensure_shape(tab_, {std::size_t(H), std::size_t(D)});
+    auto& tab = dist_.table(H, D);  // [H, D]
     const T* raw1 = arena_.value(r1_[t]);
     const T* raw2 = arena_.value(r2_[t]);
     for (int h = 0; h < H; ++h) {
       const double r1 = softplus(raw1[h]), r2 = softplus(raw2[h]);
       for (int d = 0; d < D; ++d)
-        tab_(h, d) = T(-r1 * std::log1p(r2 * double(std::abs(dmin_ + d))));
+        tab(h, d) = T(-r1 * std::log1p(r2 * double(std::abs(dist_.distance(d)))));
     }
-    add_bias_rows(g, index_.data(), tab_.data(), D, scores, rows_);
+    dist_.gather(g, scores);
   }
 
   void scores_backward(int layer, const AttentionGeometry& g, const T* /*q*/, const T* /*k*/,
                        T /*scale*/, const T* dscores, T* /*dq*/, T* /*dk*/) override {
     const int t = check(layer, g);
-    const int D = compute_distances(g);
+    const int D = dist_.index_distances(g, "kerple");
     const int H = H_;
-    ensure_zeros(tab_, {std::size_t(H), std::size_t(D)});  // dtab
-    scatter_bias_rows(g, index_.data(), dscores, D, tab_.data(), rows_);
+    const auto& dtab = dist_.scatter(g, dscores, D);  // [H, D]
     const T* raw1 = arena_.value(r1_[t]);
     const T* raw2 = arena_.value(r2_[t]);
     T* draw1 = arena_.grad(r1_[t]);
@@ -171,7 +108,7 @@ class Kerple : public Encoding<T> {
       const double r1 = softplus(raw1[h]), r2 = softplus(raw2[h]);
       double dr1 = 0, dr2 = 0;
       for (int d = 0; d < D; ++d) {
-        const double n = double(std::abs(dmin_ + d)), dt = double(tab_(h, d));
+        const double n = double(std::abs(dist_.distance(d))), dt = double(dtab(h, d));
         dr1 -= dt * std::log1p(r2 * n);
         dr2 -= dt * r1 * n / (1 + r2 * n);
       }
@@ -190,39 +127,13 @@ class Kerple : public Encoding<T> {
     return table_of(layer);
   }
 
-  // index_[i, j] = q_pos[i] - k_pos[j] - dmin on visible cells, -1 on masked ones   [L, K].
-  // Returns D = dmax - dmin + 1.
-  int compute_distances(const AttentionGeometry& g) {
-    const int L = g.q_len, K = g.k_len;
-    std::int64_t lo = std::numeric_limits<std::int64_t>::max(),
-                 hi = std::numeric_limits<std::int64_t>::min();
-    for (int i = 0; i < L; ++i)
-      for (int j = 0; j < K; ++j)
-        if (g.visible(i, j)) {
-          lo = std::min(lo, g.q_pos[i] - g.k_pos[j]);
-          hi = std::max(hi, g.q_pos[i] - g.k_pos[j]);
-        }
-    if (lo > hi) lo = hi = 0;
-    if (hi - lo >= std::numeric_limits<int>::max())
-      throw std::invalid_argument("kerple: position range too large");
-    dmin_ = lo;
-    index_.resize(std::size_t(L) * K);
-    for (int i = 0; i < L; ++i)
-      for (int j = 0; j < K; ++j)
-        index_[std::size_t(i) * K + j] = g.visible(i, j) ? int(g.q_pos[i] - g.k_pos[j] - lo) : -1;
-    return int(hi - lo + 1);
-  }
-
   ParameterArena<T>& arena_;
   int H_, n_layers_;
   bool shared_;
   double r1_init_, r2_init_;
   std::vector<Param> r1_, r2_;  // raw, [H] each; one pair per layer (or one if shared)
 
-  std::int64_t dmin_ = 0;
-  std::vector<int> index_;  // [L, K]
-  xt::xtensor<T, 2> tab_;   // [H, D]: bias per distance, or its gradient in backward
-  std::vector<T> rows_;     // [threads, K] or [H, K]: one gathered / summed row each
+  DistanceBias<T> dist_;  // distance index, table [H, D] and work buffers (distance_bias.hpp)
 };
 
 }  // namespace

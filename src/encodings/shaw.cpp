@@ -119,7 +119,7 @@ class Shaw : public Encoding<T> {
     check(layer, g);
     if (naive_) return naive_scores_forward(layer, g, q, scale, scores);
     const int used = compute_labels(g);  // table rows actually reached: min(k, max dist) + 1
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const int B = g.batch, L = g.q_len, H = H_;
     const View v = view(B * L, used);
     ensure_shape(G_, {std::size_t(B) * L * H, std::size_t(used)});
 
@@ -129,17 +129,7 @@ class Shaw : public Encoding<T> {
               table(w_K_[layer], t), dh_, T(0), G_.data() + t * used, v.ld_g);
 
     // scores[b, h, i, j] += G[(b L + i) H + h, label_ij]      (visible cells only)
-#pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-      const int b = bh / H, h = bh % H;
-      for (int i = 0; i < L; ++i) {
-        const T* Gi = G_.data() + (long(b * L + i) * H + h) * used;
-        const int* lab = labels_.data() + long(i) * K;
-        T* s = scores + (long(bh) * L + i) * K;
-        for (int j = 0; j < K; ++j)
-          if (lab[j] >= 0) s[j] += Gi[lab[j]];
-      }
-    }
+    gather_by_label(g, G_.data(), used, scores);
   }
 
   void scores_backward(int layer, const AttentionGeometry& g, const T* q, const T* /*k*/,
@@ -147,20 +137,12 @@ class Shaw : public Encoding<T> {
     check(layer, g);
     if (naive_) return naive_scores_backward(layer, g, q, scale, dscores, dq);
     const int used = compute_labels(g);
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const int B = g.batch, L = g.q_len, H = H_;
     const View v = view(B * L, used);
     ensure_zeros(G_, {std::size_t(B) * L * H, std::size_t(used)});  // holds dG here
 
-    // dG[(b L + i) H + h, label_ij] += dS[b, h, i, j]      (scatter; rows are disjoint per bh)
-#pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-      const int b = bh / H, h = bh % H;
-      for (int i = 0; i < L; ++i) {
-        T* dGi = G_.data() + (long(b * L + i) * H + h) * used;
-        scatter_row(labels_.data() + long(i) * K, dscores + (long(bh) * L + i) * K, K, used,
-                    dGi);
-      }
-    }
+    // dG[(b L + i) H + h, label_ij] += dS[b, h, i, j]      (scatter)
+    scatter_by_label(g, dscores, used, G_.data());
     // G = scale * q w^K^T:   dq += scale * dG w^K      [B*L*H, d_h] = [B*L*H, used] . [used, d_h]
     //                        dw^K += scale * dG^T q    [used, d_h]  = [used, B*L*H] . [B*L*H, d_h]
     // The groups run one after another: a shared table's gradient is one call, and a per-head
@@ -192,7 +174,7 @@ class Shaw : public Encoding<T> {
     check(layer, g);
     if (naive_) return naive_values_backward(layer, g, probs, dctx, dprobs);
     const int used = compute_labels(g);
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const int B = g.batch, L = g.q_len, H = H_;
     const View v = view(B * L, used);
     bucket_probs(g, probs, used);  // recomputed: cheaper than caching one per layer
     ensure_shape(dPb_, {std::size_t(B) * L * H, std::size_t(used)});
@@ -205,17 +187,7 @@ class Shaw : public Encoding<T> {
               dctx + t * dh_, v.ld_x, T(1), table_grad(w_V_[layer], t), dh_);
     }
     // dP[b, h, i, j] += dPb[(b L + i) H + h, label_ij]     (gather, visible cells only)
-#pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-      const int b = bh / H, h = bh % H;
-      for (int i = 0; i < L; ++i) {
-        const T* dPbi = dPb_.data() + (long(b * L + i) * H + h) * used;
-        const int* lab = labels_.data() + long(i) * K;
-        T* dp = dprobs + (long(bh) * L + i) * K;
-        for (int j = 0; j < K; ++j)
-          if (lab[j] >= 0) dp[j] += dPbi[lab[j]];
-      }
-    }
+    gather_by_label(g, dPb_.data(), used, dprobs);
   }
 
  private:
@@ -271,18 +243,41 @@ class Shaw : public Encoding<T> {
     if (k_ < used) row[k_] += far;
   }
 
-  // Pb[(b L + i) H + h, l] = sum_{j : label_ij = l} P[b, h, i, j]      [B*L*H, used]
-  void bucket_probs(const AttentionGeometry& g, const T* probs, int used) {
+  // x[b, h, i, j] += M[(b L + i) H + h, label_ij] on visible cells; x [B, H, L, K], M
+  // [B*L*H, used] (G into the scores, dPb into dprobs).
+  void gather_by_label(const AttentionGeometry& g, const T* M, int used, T* x) const {
     const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
-    ensure_zeros(Pb_, {std::size_t(B) * L * H, std::size_t(used)});
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H; ++bh) {
       const int b = bh / H, h = bh % H;
       for (int i = 0; i < L; ++i) {
-        T* Pbi = Pb_.data() + (long(b * L + i) * H + h) * used;
-        scatter_row(labels_.data() + long(i) * K, probs + (long(bh) * L + i) * K, K, used, Pbi);
+        const T* Mi = M + (long(b * L + i) * H + h) * used;
+        const int* lab = labels_.data() + long(i) * K;
+        T* xi = x + (long(bh) * L + i) * K;
+        for (int j = 0; j < K; ++j)
+          if (lab[j] >= 0) xi[j] += Mi[lab[j]];
       }
     }
+  }
+
+  // The transpose: M[(b L + i) H + h, label_ij] += x[b, h, i, j] on visible cells (dS into dG,
+  // the attention weights into Pb). Each (b, h) writes its own rows of M: no races.
+  void scatter_by_label(const AttentionGeometry& g, const T* x, int used, T* M) const {
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+#pragma omp parallel for schedule(static)
+    for (int bh = 0; bh < B * H; ++bh) {
+      const int b = bh / H, h = bh % H;
+      for (int i = 0; i < L; ++i) {
+        T* Mi = M + (long(b * L + i) * H + h) * used;
+        scatter_row(labels_.data() + long(i) * K, x + (long(bh) * L + i) * K, K, used, Mi);
+      }
+    }
+  }
+
+  // Pb[(b L + i) H + h, l] = sum_{j : label_ij = l} P[b, h, i, j]      [B*L*H, used]
+  void bucket_probs(const AttentionGeometry& g, const T* probs, int used) {
+    ensure_zeros(Pb_, {std::size_t(g.batch) * g.q_len * H_, std::size_t(used)});
+    scatter_by_label(g, probs, used, Pb_.data());
   }
 
   // ------------------------------------------------------------------------------------------
@@ -290,83 +285,73 @@ class Shaw : public Encoding<T> {
   // every visible (i, j). O(B H L K d_h); only for tests and for reading.
   // ------------------------------------------------------------------------------------------
 
-  // e_ij += scale * q_i . a^K_ij
-  void naive_scores_forward(int layer, const AttentionGeometry& g, const T* q, T scale,
-                            T* scores) const {
+  // Calls f(h, cell, x, row) for every visible (b, h, i, j), in order: cell = the index of
+  // (b, h, i, j) in [B, H, L, K], x = the offset of head h of row (b, i) in q / ctx [B, L, H*d_h],
+  // row = the offset of a_ij's row, label_ij * d_h, in head h's table.
+  template <class F>
+  void for_each_visible_pair(const AttentionGeometry& g, F&& f) const {
     const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = H * dh_;
     for (int b = 0; b < B; ++b)
       for (int h = 0; h < H; ++h)
         for (int i = 0; i < L; ++i)
           for (int j = 0; j < K; ++j) {
             if (!g.visible(i, j)) continue;
-            const T* aK = table(w_K_[layer], per_head_ ? h : 0) +
-                          long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_;
-            const T* qi = q + long(b * L + i) * d + h * dh_;
-            T e = 0;
-            for (int c = 0; c < dh_; ++c) e += qi[c] * aK[c];
-            scores[((long(b) * H + h) * L + i) * K + j] += scale * e;
+            f(h, ((long(b) * H + h) * L + i) * K + j, long(b * L + i) * d + h * dh_,
+              long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_);
           }
+  }
+
+  // e_ij += scale * q_i . a^K_ij
+  void naive_scores_forward(int layer, const AttentionGeometry& g, const T* q, T scale,
+                            T* scores) const {
+    for_each_visible_pair(g, [&](int h, long cell, long x, long row) {
+      const T* aK = table(w_K_[layer], per_head_ ? h : 0) + row;
+      const T* qi = q + x;
+      T e = 0;
+      for (int c = 0; c < dh_; ++c) e += qi[c] * aK[c];
+      scores[cell] += scale * e;
+    });
   }
 
   // dq_i += scale * dS_ij a^K_ij,   da^K_ij += scale * dS_ij q_i
   void naive_scores_backward(int layer, const AttentionGeometry& g, const T* q, T scale,
                              const T* dscores, T* dq) {
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = H * dh_;
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
-        for (int i = 0; i < L; ++i)
-          for (int j = 0; j < K; ++j) {
-            if (!g.visible(i, j)) continue;
-            const long row = long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_;
-            const T* aK = table(w_K_[layer], per_head_ ? h : 0) + row;
-            T* daK = table_grad(w_K_[layer], per_head_ ? h : 0) + row;
-            const T ds = scale * dscores[((long(b) * H + h) * L + i) * K + j];
-            const long qi = long(b * L + i) * d + h * dh_;
-            for (int c = 0; c < dh_; ++c) {
-              dq[qi + c] += ds * aK[c];
-              daK[c] += ds * q[qi + c];
-            }
-          }
+    for_each_visible_pair(g, [&](int h, long cell, long x, long row) {
+      const T* aK = table(w_K_[layer], per_head_ ? h : 0) + row;
+      T* daK = table_grad(w_K_[layer], per_head_ ? h : 0) + row;
+      const T ds = scale * dscores[cell];
+      for (int c = 0; c < dh_; ++c) {
+        dq[x + c] += ds * aK[c];
+        daK[c] += ds * q[x + c];
+      }
+    });
   }
 
   // z_i += sum_j P_ij a^V_ij
   void naive_values_forward(int layer, const AttentionGeometry& g, const T* probs,
                             T* ctx) const {
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = H * dh_;
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
-        for (int i = 0; i < L; ++i)
-          for (int j = 0; j < K; ++j) {
-            if (!g.visible(i, j)) continue;
-            const T* aV = table(w_V_[layer], per_head_ ? h : 0) +
-                          long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_;
-            const T p = probs[((long(b) * H + h) * L + i) * K + j];
-            T* zi = ctx + long(b * L + i) * d + h * dh_;
-            for (int c = 0; c < dh_; ++c) zi[c] += p * aV[c];
-          }
+    for_each_visible_pair(g, [&](int h, long cell, long x, long row) {
+      const T* aV = table(w_V_[layer], per_head_ ? h : 0) + row;
+      const T p = probs[cell];
+      T* zi = ctx + x;
+      for (int c = 0; c < dh_; ++c) zi[c] += p * aV[c];
+    });
   }
 
   // dP_ij += dz_i . a^V_ij,   da^V_ij += P_ij dz_i
   void naive_values_backward(int layer, const AttentionGeometry& g, const T* probs,
                              const T* dctx, T* dprobs) {
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = H * dh_;
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
-        for (int i = 0; i < L; ++i)
-          for (int j = 0; j < K; ++j) {
-            if (!g.visible(i, j)) continue;
-            const long row = long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_;
-            const T* aV = table(w_V_[layer], per_head_ ? h : 0) + row;
-            T* daV = table_grad(w_V_[layer], per_head_ ? h : 0) + row;
-            const long cell = ((long(b) * H + h) * L + i) * K + j;
-            const T* dzi = dctx + long(b * L + i) * d + h * dh_;
-            T dp = 0;
-            for (int c = 0; c < dh_; ++c) {
-              dp += dzi[c] * aV[c];
-              daV[c] += probs[cell] * dzi[c];
-            }
-            dprobs[cell] += dp;
-          }
+    for_each_visible_pair(g, [&](int h, long cell, long x, long row) {
+      const T* aV = table(w_V_[layer], per_head_ ? h : 0) + row;
+      T* daV = table_grad(w_V_[layer], per_head_ ? h : 0) + row;
+      const T* dzi = dctx + x;
+      T dp = 0;
+      for (int c = 0; c < dh_; ++c) {
+        dp += dzi[c] * aV[c];
+        daV[c] += probs[cell] * dzi[c];
+      }
+      dprobs[cell] += dp;
+    });
   }
 
   ParameterArena<T>& arena_;

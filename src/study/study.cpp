@@ -26,6 +26,7 @@
 #include <toml++/toml.h>
 
 #include "config/load.hpp"
+#include "config/toml_text.hpp"
 
 namespace poslab {
 namespace {
@@ -51,61 +52,13 @@ std::string join(const std::vector<std::string>& words, const std::string& separ
 // Values as TOML text
 // ---------------------------------------------------------------------------------------------
 
-std::string quoted(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      case '\r': out += "\\r"; break;
-      default:
-        if (c < 0x20 || c == 0x7f) {
-          char code[8];
-          std::snprintf(code, sizeof code, "\\u%04x", c);
-          out += code;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  return out + "\"";
-}
-
-// A key as TOML writes it: bare if it can be, quoted otherwise ("train.seed" keeps its quotes,
-// so that it stays one key).
-std::string toml_key(const std::string& key) {
-  const bool bare = !key.empty() && std::all_of(key.begin(), key.end(), [](unsigned char c) {
-    return std::isalnum(c) || c == '_' || c == '-';
-  });
-  return bare ? key : quoted(key);
-}
-
-// The shortest text that reads back as exactly `x`, and reads as a float: 0.001, 3e-4, 2.0.
-std::string float_text(double x) {
-  if (std::isnan(x)) return "nan";
-  if (std::isinf(x)) return x > 0 ? "inf" : "-inf";
-  char buffer[64];
-  std::string text(buffer, std::to_chars(buffer, buffer + sizeof buffer, x).ptr);
-  if (const auto e = text.find('e'); e != std::string::npos) {  // 1e-04 -> 1e-4, 1e+300 -> 1e300
-    const bool negative = text[e + 1] == '-';
-    std::string digits = text.substr(e + 2);
-    digits.erase(0, std::min(digits.find_first_not_of('0'), digits.size() - 1));
-    text = text.substr(0, e) + (negative ? "e-" : "e") + digits;
-  } else if (text.find('.') == std::string::npos) {
-    text += ".0";  // 2 would read back as an integer
-  }
-  return text;
-}
-
 // Any TOML value as TOML text on one line; tables become inline tables.
 std::string toml_text(const toml::node& node) {
   std::ostringstream out;
   switch (node.type()) {
-    case toml::node_type::string: return quoted(node.as_string()->get());
+    case toml::node_type::string: return toml_string(node.as_string()->get());
     case toml::node_type::integer: return std::to_string(node.as_integer()->get());
-    case toml::node_type::floating_point: return float_text(node.as_floating_point()->get());
+    case toml::node_type::floating_point: return toml_float(node.as_floating_point()->get());
     case toml::node_type::boolean: return node.as_boolean()->get() ? "true" : "false";
     case toml::node_type::date: out << node.as_date()->get(); return out.str();
     case toml::node_type::time: out << node.as_time()->get(); return out.str();

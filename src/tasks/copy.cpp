@@ -9,32 +9,17 @@
 // n it saw; copying longer strings than in training is the classic length-generalization test
 // (Kazemnejad et al. 2023: NoPE and T5 stay near 100% at twice the training length, absolute and
 // rotary encodings collapse).
-#include "tasks/instance_batcher.hpp"
-#include "tasks/tokens.hpp"
+#include "tasks/transduction.hpp"
 
 namespace poslab {
 namespace {
 
-class Copy : public InstanceGenerator {
+class Copy : public TransductionTask {
  public:
-  explicit Copy(const Options& o) : alphabet_(int(o.get_int("alphabet"))) {}
-  std::string name() const override { return "copy"; }
-  int min_size() const override { return 1; }
-  int max_size() const override { return kNoSizeLimit; }
-  int length(int n) const override { return 2 * n + 2; }
+  explicit Copy(const Options& o) : TransductionTask(o, "copy") {}
 
-  void generate(int n, Rng& rng, std::int32_t* t, std::uint8_t* answer) override {
-    t[0] = kBos;
-    for (int k = 0; k < n; ++k) t[1 + k] = symbol(int(rng.below(alphabet_)));  // the question
-    t[n + 1] = kSep;
-    for (int k = 0; k < n; ++k) {                                              // the answer
-      t[n + 2 + k] = t[1 + k];
-      answer[n + 2 + k] = 1;
-    }
-  }
-
- private:
-  int alphabet_;
+ protected:
+  int source(int /*n*/, int k) const override { return k; }  // y_k = x_k
 };
 
 }  // namespace
