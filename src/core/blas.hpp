@@ -25,6 +25,5 @@ void parallel_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, c
 
 // OpenBLAS threads per call; poslab keeps it at 1 (see parallel_gemm).
 void set_blas_threads(int threads);
-int blas_threads();
 
 }  // namespace poslab

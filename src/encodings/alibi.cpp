@@ -48,8 +48,7 @@ class Alibi : public Encoding<T> {
     for (int bh = 0; bh < B * H; ++bh) {
       const T m = slopes_[bh % H];
       for (int i = 0; i < L; ++i) {
-        int lo, hi;
-        visible_range(g, i, lo, hi);
+        const int lo = g.first_visible(i), hi = g.last_visible(i);
         T* s = scores + (long(bh) * L + i) * K;
         for (int j = lo; j <= hi; ++j) s[j] -= m * T(g.q_pos[i] - g.k_pos[j]);
       }

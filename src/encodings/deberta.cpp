@@ -281,8 +281,7 @@ class Deberta : public Encoding<T> {
     row_hi_.resize(L);
     row_far_.resize(L);
     for (int i = 0; i < L; ++i) {
-      int hi = std::min(K - 1, i + g.mem_len);
-      int lo = g.window > 0 ? std::max(0, hi - g.window + 1) : 0;
+      const int lo = g.first_visible(i), hi = g.last_visible(i);
       int far = lo;
       while (far <= hi && g.q_pos[i] - g.k_pos[far] >= k_) ++far;
       row_lo_[i] = lo;

@@ -44,12 +44,6 @@
 
 namespace poslab {
 
-// The keys visible to query i are the contiguous range [lo, hi] (AttentionGeometry::visible).
-inline void visible_range(const AttentionGeometry& g, int i, int& lo, int& hi) {
-  hi = std::min(g.k_len - 1, i + g.mem_len);
-  lo = g.window > 0 ? std::max(0, hi - g.window + 1) : 0;
-}
-
 template <class T>
 class DistanceBias {
  public:
@@ -103,8 +97,7 @@ class DistanceBias {
 #pragma omp parallel for schedule(static)
     for (int hi = 0; hi < H * L; ++hi) {
       const int h = hi / L, i = hi % L;
-      int lo, top;
-      visible_range(g, i, lo, top);
+      const int lo = g.first_visible(i), top = g.last_visible(i);
       T* row = rows_.data() + std::size_t(omp_get_thread_num()) * K;
       const int* idx = index + long(i) * K;
       const T* t = tab + long(h) * N;
@@ -130,8 +123,7 @@ class DistanceBias {
       T* acc = rows_.data() + std::size_t(h) * K;
       T* dt = dtab + long(h) * N;
       for (int i = 0; i < L; ++i) {
-        int lo, top;
-        visible_range(g, i, lo, top);
+        const int lo = g.first_visible(i), top = g.last_visible(i);
         const int* idx = index + long(i) * K;
         for (int j = lo; j <= top; ++j) acc[j] = 0;
         for (int b = 0; b < B; ++b) {

@@ -22,6 +22,7 @@
 // (+=), as in llm.c.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -60,9 +61,11 @@ struct AttentionGeometry {
 
   // The attention mask (Transformer-XL, with memory): key j is visible to query i iff
   // j <= i + M, and, with same_length, only the last `window` of those.
-  bool visible(int i, int j) const {
-    const int newest = i + mem_len;
-    return j <= newest && (window == 0 || newest - j < window);
+  bool visible(int i, int j) const { return first_visible(i) <= j && j <= last_visible(i); }
+  // The keys visible to query i form the contiguous range [first_visible(i), last_visible(i)].
+  int last_visible(int i) const { return std::min(k_len - 1, i + mem_len); }
+  int first_visible(int i) const {
+    return window > 0 ? std::max(0, last_visible(i) - window + 1) : 0;
   }
 };
 

@@ -125,7 +125,6 @@ class Block {
   void reset_memory(int B) { mem_.resize({std::size_t(B), 0, std::size_t(d_)}); }
   int memory_rows() const { return int(mem_.shape(1)); }
   int memory_batch() const { return int(mem_.shape(0)); }
-  const xt::xtensor<T, 3>& memory() const { return mem_; }
 
  private:
   static std::string prefix(int layer) { return "layer" + std::to_string(layer) + "."; }

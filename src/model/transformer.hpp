@@ -177,10 +177,9 @@ class TransformerLM {
   Block<T>& block(int n) { return *blocks_[n]; }
   const ModelConfig& config() const { return cfg_; }
   const AttentionGeometry& geometry() const { return geometry_; }
-  // Of the last forward pass: logits [B*L, V], per-token loss [B*L], hidden states [B*L, d].
+  // Of the last forward pass: logits [B*L, V] and per-token loss [B*L].
   const xt::xtensor<T, 2>& logits() const { return logits_; }
   const xt::xtensor<T, 1>& token_loss() const { return token_loss_; }
-  const T* hidden(int n) const { return x_.data() + long(n) * x_.shape(1) * x_.shape(2); }
 
  private:
   T embed_scale() const { return std::sqrt(T(cfg_.d_model)); }

@@ -178,8 +178,7 @@ class Attention {
   // Softmax over the keys visible to query i; every other cell is set to exactly 0.
   static void masked_softmax_row(T* s, int i, const AttentionGeometry& g) {
     const int K = g.k_len;
-    const int hi = std::min(K - 1, i + g.mem_len);
-    const int lo = g.window > 0 ? std::max(0, hi - g.window + 1) : 0;
+    const int lo = g.first_visible(i), hi = g.last_visible(i);
     T smax = -std::numeric_limits<T>::infinity();
     for (int j = lo; j <= hi; ++j) smax = std::max(smax, s[j]);
     T sum = 0;
