@@ -53,7 +53,7 @@ class Block {
     ensure_shape(f_, {sB, sL, sd});
     // c = [mem ; x]
     for (int b = 0; b < B; ++b) {
-      std::copy_n(mem_.data() + long(b) * M * d, long(M) * d, cat_.data() + long(b) * K * d);
+      std::copy_n(mem_.data() + long(b) * mem_.shape(1) * d, long(M) * d, cat_.data() + long(b) * K * d);
       std::copy_n(x + long(b) * L * d, long(L) * d, cat_.data() + (long(b) * K + M) * d);
     }
     if (!pre_ln_) {
@@ -113,18 +113,23 @@ class Block {
   }
 
   // mem <- last `mem_len` rows of [mem ; x] (the cat_ of the last forward pass).
+  // Both memory buffers are [B, mem_len, d] and only their first memory_rows() rows of each batch
+  // element are in use, so neither a new segment nor a reset ever reallocates them.
   void update_memory(int B, int K, int mem_len) {
     const int new_rows = std::min(mem_len, K);
-    const std::size_t sB = B, sM = new_rows, sd = d_;
-    ensure_shape(next_mem_, {sB, sM, sd});
+    ensure_shape(next_mem_, {std::size_t(B), std::size_t(mem_len), std::size_t(d_)});
     for (int b = 0; b < B; ++b)
       std::copy_n(cat_.data() + (long(b) * K + (K - new_rows)) * d_, long(new_rows) * d_,
-                  next_mem_.data() + long(b) * new_rows * d_);
+                  next_mem_.data() + long(b) * mem_len * d_);
     std::swap(mem_, next_mem_);
+    mem_rows_ = new_rows;
   }
-  void reset_memory(int B) { mem_.resize({std::size_t(B), 0, std::size_t(d_)}); }
-  int memory_rows() const { return int(mem_.shape(1)); }
-  int memory_batch() const { return int(mem_.shape(0)); }
+  void reset_memory(int B) {
+    mem_rows_ = 0;
+    batch_ = B;
+  }
+  int memory_rows() const { return mem_rows_; }
+  int memory_batch() const { return batch_; }
 
  private:
   static std::string prefix(int layer) { return "layer" + std::to_string(layer) + "."; }
@@ -145,7 +150,8 @@ class Block {
   LayerNorm<T> ln_2;
 
  private:
-  xt::xtensor<T, 3> mem_{std::array<std::size_t, 3>{0, 0, 0}}, next_mem_;
+  xt::xtensor<T, 3> mem_, next_mem_;  // [B, mem_len, d], the first mem_rows_ rows in use
+  int mem_rows_ = 0, batch_ = 0;
   xt::xtensor<T, 3> cat_, a_, h_, f_, r1_, r2_, c_norm_, h_norm_;
   xt::xtensor<T, 3> dcat_, dr1_, dr2_, dh_, dh_norm_, dc_norm_;
 };
