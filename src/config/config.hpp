@@ -57,7 +57,7 @@ struct TrainConfig {
   std::uint64_t seed = 1;
   int log_every = 50;
   int eval_every = 0;         // 0 = only at the end
-  int eval_batches = 32;      // validation batches per evaluation (0 = the whole split)
+  int eval_batches = 32;      // validation batches of the evaluations *during* training (eval_every)
   int threads = 0;            // BLAS/OpenMP threads, 0 = all cores
   // Randomized positions (Ruoss et al. 2023): in training, the positions of a segment are a
   // sorted random sample of distinct integers from [0, max_position) instead of 0..L-1, so the
@@ -80,7 +80,8 @@ struct EvalConfig {
   std::vector<double> length_factors = {};
   // State reuse: also evaluate with memory train.seq_len * f for each f (segment train.seq_len).
   std::vector<double> memory_factors = {};
-  int batches = 16;  // batches per evaluation setting (0 = one whole pass; tasks: 16 at least)
+  int batches = 16;  // batches per setting of the final evaluation plan (0 = one whole pass;
+                     // a generated task's evaluation set is 16 batches, so at most 16)
 };
 
 struct Config {

@@ -21,6 +21,16 @@ struct Batch {
   // True when the rows do not continue the previous batch's rows: the model's memory must be
   // cleared (first batch of a pass over a corpus; every batch of a task of independent sequences).
   bool first_of_pass = false;
+
+  // Shapes the batch as [B, L] (weights too when `scored` says some targets are not scored).
+  // Allocates only the first time a shape is seen.
+  void resize(int B, int L, bool scored) {
+    batch = B;
+    len = L;
+    inputs.resize(std::size_t(B) * L);
+    targets.resize(std::size_t(B) * L);
+    weights.resize(scored ? std::size_t(B) * L : 0);
+  }
 };
 
 class BatchSource {

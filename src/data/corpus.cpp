@@ -156,11 +156,7 @@ StreamBatcher::StreamBatcher(std::vector<std::int32_t> tokens, int batch, int le
 bool StreamBatcher::next(Batch& out) {
   const auto rows = static_cast<std::size_t>(batch_);
   const auto cols = static_cast<std::size_t>(len_);
-  out.batch = batch_;
-  out.len = len_;
-  // resize() only allocates the first time (or if the caller changed the sizes).
-  out.inputs.resize(rows * cols);
-  out.targets.resize(rows * cols);
+  out.resize(batch_, len_, false);  // every target is scored: no weights
 
   const std::int64_t start = next_index_ * len_;  // t * L
   out.start = start;

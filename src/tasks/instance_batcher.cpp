@@ -60,11 +60,7 @@ void InstanceBatcher::reset() {
 bool InstanceBatcher::next(Batch& out) {
   if (setup_.evaluation && index_ == kTaskEvalBatches) reset();  // a fixed set: wrap around
   const int B = setup_.batch, L = setup_.len;
-  out.batch = B;
-  out.len = L;
-  out.inputs.resize(std::size_t(B) * L);
-  out.targets.resize(std::size_t(B) * L);
-  out.weights.resize(std::size_t(B) * L);
+  out.resize(B, L, true);
   out.start = 0;
   out.first_of_pass = true;  // independent sequences: nothing to remember from the last batch
 

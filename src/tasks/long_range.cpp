@@ -61,11 +61,7 @@ class LongRange : public BatchSource {
   bool next(Batch& out) override {
     if (setup_.evaluation && index_ == kTaskEvalBatches) reset();  // a fixed set: wrap around
     const int B = setup_.batch, L = setup_.len;
-    out.batch = B;
-    out.len = L;
-    out.inputs.resize(std::size_t(B) * L);
-    out.targets.resize(std::size_t(B) * L);
-    out.weights.resize(std::size_t(B) * L);
+    out.resize(B, L, true);
     out.start = index_ * L;
     out.first_of_pass = index_ == 0;
 
