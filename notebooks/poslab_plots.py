@@ -3,9 +3,12 @@
     /usr/bin/python3 notebooks/poslab_plots.py results/state_reuse        # -> results/state_reuse/figures/
     build/poslab plot results/state_reuse                                 # the same
 
-Every figure is saved as PNG and SVG. Curves show the mean over seeds with a band of +- one
-standard deviation (no band when there is a single seed). Uses Debian's python3-pandas and
-python3-matplotlib (the `python3` on PATH may be another interpreter: call /usr/bin/python3).
+Every figure is saved as PNG and SVG, in the one style of poslab_style.py (a fixed colour per
+encoding in every figure). Curves show the mean over seeds with its 95% t interval as a band
+(poslab_stats.py), over the runs that pass the in-distribution gate; a panel says how many runs
+the gate dropped. Also writes summary_ci.csv (the table behind the curves). Uses Debian's
+python3-pandas and python3-matplotlib (the `python3` on PATH may be another interpreter: call
+/usr/bin/python3).
 """
 import os
 import sys
@@ -16,12 +19,10 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-plt.rcParams["svg.hashsalt"] = "poslab"  # the same figure gives the same SVG file
-plt.rcParams["axes.prop_cycle"] = plt.cycler(color=plt.get_cmap("tab20").colors)
-
-ENCODING_ORDER = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "t5_bias", "alibi",
-                  "rope", "kerple", "fire", "deberta", "example_distance_bias"]
-
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import poslab_stats  # noqa: E402
+import poslab_style  # noqa: E402
+from poslab_style import ENCODING_ORDER, ordered  # noqa: E402,F401
 
 def load(study_dir):
     """summary.csv (one row per run and evaluation setting) and loss_by_position.csv, if any."""
@@ -35,12 +36,6 @@ def load(study_dir):
     return summary, positions
 
 
-def ordered(values):
-    values = list(dict.fromkeys(values))
-    known = [v for v in ENCODING_ORDER if v in values]
-    return known + sorted(v for v in values if v not in known)
-
-
 def series_column(frame):
     """What distinguishes the curves: the encoding, or else the study's variant."""
     if "encoding.type" in frame and frame["encoding.type"].nunique() > 1:
@@ -50,15 +45,40 @@ def series_column(frame):
     return "encoding.type"
 
 
+def gated(frame):
+    """The rows of runs that pass the in-distribution gate (poslab_stats.gate_passed)."""
+    return frame[poslab_stats.gate_passed(frame)]
+
+
 def mean_band(ax, frame, x, y, label, **style):
-    """Mean of y over seeds at each x, with a +- 1 std band."""
-    stats = frame.groupby(x)[y].agg(["mean", "std", "count"]).reset_index().sort_values(x)
-    line, = ax.plot(stats[x], stats["mean"], marker="o", label=label, **style)
-    if (stats["count"] > 1).any():
-        ax.fill_between(stats[x], stats["mean"] - stats["std"].fillna(0),
-                        stats["mean"] + stats["std"].fillna(0), alpha=0.2,
+    """Mean of y over seeds at each x, with its 95% t interval as a band (gated runs only)."""
+    frame = gated(frame)
+    stats = []
+    for value, group in frame.groupby(x):
+        mean, low, high, n = poslab_stats.t_interval(group[y])
+        stats.append((value, mean, low, high, n))
+    if not stats:
+        return None
+    stats = pd.DataFrame(stats, columns=[x, "mean", "low", "high", "n"]).sort_values(x)
+    name = str(label)
+    style.setdefault("color", poslab_style.colour(name))
+    style.setdefault("marker", "o")
+    style.setdefault("markersize", 3.5)
+    line, = ax.plot(stats[x], stats["mean"], lw=1.4, label=poslab_style.label(name), **style)
+    if (stats["n"] > 1).any():
+        ax.fill_between(stats[x], stats["low"].fillna(stats["mean"]),
+                        stats["high"].fillna(stats["mean"]), alpha=0.15, lw=0,
                         color=line.get_color())
     return line
+
+
+def dropped_note(ax, frame):
+    """'gate dropped k of n runs' in the corner of a panel, when it dropped any."""
+    runs = frame.drop_duplicates("run") if "run" in frame else frame
+    kept = poslab_stats.gate_passed(runs)
+    if (~kept).any():
+        ax.text(0.01, 0.01, f"gate dropped {int((~kept).sum())} of {len(runs)} runs",
+                transform=ax.transAxes, fontsize=7, color="0.35", va="bottom")
 
 
 def save(fig, out_dir, name):
@@ -73,82 +93,135 @@ def save(fig, out_dir, name):
     return paths
 
 
-def panels(keys):
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.2 * len(keys), 3.6), squeeze=False)
-    return fig, axes[0]
+def panels(keys, width=3.6, height=3.0, columns=3):
+    """A grid of panels, at most `columns` wide, so that each stays readable in the README."""
+    n = len(keys)
+    cols = min(columns, n)
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    flat = list(axes.flat)
+    for ax in flat[n:]:
+        ax.set_visible(False)
+    return fig, flat[:n]
+
+
+def panel_column(frame):
+    """What separates the panels: the task, or else the corpus (data.path), if either varies."""
+    for column in ("task.name", "data.path"):
+        if column in frame and frame[column].nunique() > 1:
+            return column
+    return "task.name" if "task.name" in frame else None
+
+
+def panel_title(column, value):
+    if column == "data.path":
+        return os.path.basename(str(value).rstrip("/")) or str(value)
+    return str(value)
 
 
 def length_generalization(summary, out_dir, metric="accuracy"):
-    """Accuracy (or loss) vs evaluation length, one panel per task, one curve per encoding."""
+    """A metric vs evaluation length, one panel per task (or corpus), one curve per encoding."""
     rows = summary[summary["kind"] == "length"].dropna(subset=[metric])
-    tasks = ordered(rows["task.name"]) if "task.name" in rows else [None]
-    fig, axes = panels(tasks)
-    for ax, task in zip(axes, tasks):
-        sub = rows if task is None else rows[rows["task.name"] == task]
-        for enc in ordered(sub["encoding.type"]):
-            mean_band(ax, sub[sub["encoding.type"] == enc], "factor", metric, enc)
+    if rows.empty:
+        return []
+    col = panel_column(rows)
+    groups = ordered(rows[col]) if col else [None]
+    fig, axes = panels(groups)
+    for ax, group in zip(axes, groups):
+        sub = rows if group is None else rows[rows[col] == group]
+        series = series_column(sub)
+        for name in ordered(sub[series]):
+            mean_band(ax, sub[sub[series] == name], "factor", metric, name)
         ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(sub["factor"].unique()))
+        ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
         ax.set_xlabel("evaluation length / training length")
         ax.set_ylabel(metric.replace("_", " "))
-        ax.set_title(task or "")
-        ax.axvline(1.0, color="grey", lw=0.8, ls=":")
-    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
+        ax.set_title(panel_title(col, group) if group is not None else "")
+        poslab_style.reference_line(ax, 1.0, "trained", axis="x")
+        if metric in ("accuracy", "exact_match"):
+            ax.set_ylim(-0.03, 1.03)
+        if group == "parity" and metric == "accuracy":
+            poslab_style.reference_line(ax, 0.5, "chance")
+        dropped_note(ax, sub)
+    poslab_style.legend_outside(fig, axes)
+    fig.tight_layout()
     return save(fig, out_dir, f"length_generalization_{metric}")
 
 
 def memory_curves(summary, out_dir, figure_name="loss_vs_memory"):
-    """Loss vs evaluation memory length, one panel per (task, trained memory)."""
+    """Loss vs evaluation memory length, one panel per (task or corpus, trained memory), one
+    curve per encoding; a dotted line marks the memory the models were trained with."""
     rows = summary[summary["kind"] == "memory"].dropna(subset=["loss"])
-    groups = [(t, m) for t in (ordered(rows["task.name"]) if "task.name" in rows else [None])
+    if rows.empty:
+        return []
+    col = panel_column(rows)
+    groups = [(t, m) for t in (ordered(rows[col]) if col else [None])
               for m in (sorted(rows["memory.mem_len"].unique()) if "memory.mem_len" in rows
                         else [None])]
     fig, axes = panels(groups)
-    for ax, (task, trained_mem) in zip(axes, groups):
+    for ax, (group, trained_mem) in zip(axes, groups):
         sub = rows
-        if task is not None:
-            sub = sub[sub["task.name"] == task]
+        if group is not None:
+            sub = sub[sub[col] == group]
         if trained_mem is not None:
             sub = sub[sub["memory.mem_len"] == trained_mem]
-        col = series_column(sub)
-        for name in ordered(sub[col]):
-            mean_band(ax, sub[sub[col] == name], "mem_len", "loss", name)
+        series = series_column(sub)
+        for name in ordered(sub[series]):
+            mean_band(ax, sub[sub[series] == name], "mem_len", "loss", name)
+        ax.set_xscale("symlog", base=2, linthresh=8)
         ax.set_xlabel("evaluation memory length")
         ax.set_ylabel("loss (nats per scored token)")
-        title = task or ""
+        title = panel_title(col, group) if group is not None else ""
         if trained_mem is not None:
             title += f", trained with memory {trained_mem}"
+            if trained_mem > 0:
+                poslab_style.reference_line(ax, trained_mem, "trained", axis="x")
         ax.set_title(title)
-    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
+        if "unigram_loss" in sub and sub["unigram_loss"].notna().any():
+            poslab_style.reference_line(ax, float(sub["unigram_loss"].mean()), "unigram")
+        dropped_note(ax, sub)
+    poslab_style.legend_outside(fig, axes)
+    fig.tight_layout()
     return save(fig, out_dir, figure_name)
 
 
-def loss_by_position(positions, out_dir):
-    """Loss at each position inside a segment: one panel per task and evaluation memory (none,
-    and the largest), one curve per encoding (or variant). Memory helps the early positions."""
-    rows = positions[positions["kind"] == "memory"]
+def loss_by_position(positions, out_dir, kind="memory", figure_name="loss_by_position"):
+    """Loss at each position inside a segment: one panel per task (or corpus) and evaluation
+    setting (kind "memory": no memory and the largest; kind "length": the longest segment), one
+    curve per encoding (or variant)."""
+    rows = positions[positions["kind"] == kind]
     if rows.empty:
         return []
-    if "memory.mem_len" in rows:  # the models trained with memory
+    if kind == "memory" and "memory.mem_len" in rows:  # the models trained with memory
         rows = rows[rows["memory.mem_len"] == rows["memory.mem_len"].max()]
-    task_col = "task.name" if "task.name" in rows else None
-    tasks = ordered(rows[task_col]) if task_col else [None]
-    memories = sorted({rows["mem_len"].min(), rows["mem_len"].max()})
-    fig, axes = panels([(t, m) for t in tasks for m in memories])
-    for ax, (task, mem) in zip(axes, [(t, m) for t in tasks for m in memories]):
-        sub = rows[rows["mem_len"] == mem]
-        if task is not None:
-            sub = sub[sub[task_col] == task]
-        col = series_column(sub)
-        for name in ordered(sub[col]):
-            mean_band(ax, sub[sub[col] == name], "position", "loss", name, markersize=3)
+    col = panel_column(rows)
+    groups = ordered(rows[col]) if col else [None]
+    if kind == "memory":
+        settings = sorted({rows["mem_len"].min(), rows["mem_len"].max()})
+        setting_column, setting_text = "mem_len", "evaluation memory {}"
+    else:
+        settings = [rows["seq_len"].max()]
+        setting_column, setting_text = "seq_len", "segment {}"
+    keys = [(g, v) for g in groups for v in settings]
+    fig, axes = panels(keys)
+    for ax, (group, value) in zip(axes, keys):
+        sub = rows[rows[setting_column] == value]
+        if group is not None:
+            sub = sub[sub[col] == group]
+        series = series_column(sub)
+        for name in ordered(sub[series]):
+            mean_band(ax, sub[sub[series] == name], "position", "loss", name, marker=None)
         ax.set_xlabel("position inside the segment")
         ax.set_ylabel("loss")
-        ax.set_title(f"{task + ', ' if task else ''}evaluation memory {mem}")
+        prefix = panel_title(col, group) + ", " if group is not None else ""
+        ax.set_title(prefix + setting_text.format(value))
     top = max(ax.get_ylim()[1] for ax in axes)
     for ax in axes:
         ax.set_ylim(top=top)
-    axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1))
-    return save(fig, out_dir, "loss_by_position")
+    poslab_style.legend_outside(fig, axes)
+    fig.tight_layout()
+    return save(fig, out_dir, figure_name)
 
 
 def shaw_clip(summary, out_dir):
@@ -217,6 +290,10 @@ def standard_figures(study_dir, out_dir=None):
                                          f"loss_vs_memory_{task}")
         if positions is not None:
             written += loss_by_position(positions, out_dir)
+    if "length" in kinds and positions is not None and (positions["kind"] == "length").any() \
+            and "task.name" not in summary:
+        written += loss_by_position(positions, out_dir, "length", "loss_by_position_length")
+    written.append(poslab_stats.write_summary_ci(study_dir))
     return written
 
 

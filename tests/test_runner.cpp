@@ -346,25 +346,35 @@ TEST_CASE("the summary has one row per run and evaluation setting", "[runner]") 
   two.fake_finished(0, {{"train_loss", 2.5},
                         {"train_tokens_per_second", 1000.0},
                         {"train_seconds", 1.5},
+                        {"in_distribution_ok", true},
+                        {"provenance", {{"commit", "abc123"}, {"threads", 1}}},
                         {"evaluations",
                          {{{"kind", "main"}, {"seq_len", 8}, {"mem_len", 0}, {"factor", 1.0},
-                           {"loss", 2.0}, {"accuracy", 0.5}, {"tokens", 64},
+                           {"split", "valid"}, {"loss", 2.0}, {"accuracy", 0.5}, {"tokens", 64},
                            {"loss_by_position", {2.1, 1.9}}},
                           {{"kind", "length"}, {"seq_len", 16}, {"mem_len", 0}, {"factor", 2.0},
-                           {"loss", 2.25}, {"accuracy", 0.4}, {"exact_match", 0.125},
-                           {"tokens", 128}, {"loss_by_position", {2.0, 2.5}}}}}});
+                           {"split", "valid"}, {"loss", 2.25}, {"accuracy", 0.4},
+                           {"exact_match", 0.125}, {"exact_match_ci_low", 0.0625},
+                           {"exact_match_ci_high", 0.25}, {"instances", 8}, {"tokens", 128},
+                           {"loss_by_position", {2.0, 2.5}}}}}});
   two.fake_finished(1, {{"loss", 3.0}, {"accuracy", 0.25}, {"seq_len", 8}, {"mem_len", 0},
-                        {"tokens", 64}, {"train_loss", 3.5}, {"loss_by_position", {3.0}}});
+                        {"tokens", 64}, {"train_loss", 3.5}, {"in_distribution_ok", false},
+                        {"loss_by_position", {3.0}}});
 
   poslab::write_summary(two.study, two.runs, two.layout);
   const std::vector<std::string> summary = lines_of(read_file(two.layout.summary()));
   REQUIRE(summary.size() == 4);
   CHECK(summary[0] ==
-        "study,run,train.seed,kind,factor,seq_len,mem_len,loss,accuracy,exact_match,tokens,"
-        "train_loss,train_tokens_per_second,train_seconds");
-  CHECK(summary[1] == "two,train.seed=1,1,main,1,8,0,2,0.5,,64,2.5,1000,1.5");
-  CHECK(summary[2] == "two,train.seed=1,1,length,2,16,0,2.25,0.4,0.125,128,2.5,1000,1.5");
-  CHECK(summary[3] == "two,train.seed=2,2,main,,8,0,3,0.25,,64,3.5,,");
+        "study,run,train.seed,kind,factor,seq_len,mem_len,split,loss,accuracy,exact_match,"
+        "exact_match_ci_low,exact_match_ci_high,instances,tokens,peak_memory_mb,"
+        "in_distribution_ok,unigram_loss,bigram_loss,train_loss,train_tokens_per_second,"
+        "train_seconds,commit");
+  // A setting's own columns, then the run's: its gate and, from its provenance, its commit.
+  CHECK(summary[1] == "two,train.seed=1,1,main,1,8,0,valid,2,0.5,,,,,64,,true,,,2.5,1000,1.5,abc123");
+  CHECK(summary[2] ==
+        "two,train.seed=1,1,length,2,16,0,valid,2.25,0.4,0.125,0.0625,0.25,8,128,,true,,,2.5,1000,"
+        "1.5,abc123");
+  CHECK(summary[3] == "two,train.seed=2,2,main,,8,0,,3,0.25,,,,,64,,false,,,3.5,,,");
 
   const std::vector<std::string> positions = lines_of(read_file(two.layout.loss_by_position()));
   REQUIRE(positions.size() == 6);

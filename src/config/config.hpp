@@ -82,6 +82,15 @@ struct EvalConfig {
   std::vector<double> memory_factors = {};
   int batches = 16;  // batches per setting of the final evaluation plan (0 = one whole pass;
                      // a generated task's evaluation set is 16 batches, so at most 16)
+  // Which held-out data the final evaluation plan reads: "valid" while choosing settings,
+  // "test" (a corpus' test split, a task's test draw) only for final results.
+  std::string split = "valid";
+  int batch_size = 0;  // rows per evaluation batch (0 = train.batch_size); fewer rows bound the
+                       // memory of evaluating long segments, which grows with rows x L x (M + L)
+  // The in-distribution gate of a generated task: exact match on its largest training sizes
+  // must reach this (summary column in_distribution_ok). Language models: loss below the
+  // bigram baseline of the evaluation split.
+  double gate_threshold = 0.95;
 };
 
 struct Config {

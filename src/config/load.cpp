@@ -385,6 +385,9 @@ const std::vector<Field>& schema() {
                (Bounds{.min = 0, .min_included = false, .max_included = false})),
       LIST_KEY(eval, memory_factors, (Bounds{.min = 0, .max_included = false})),
       KEY(eval, batches, at_least(0)),
+      KEY(eval, split, one_of({"valid", "test"})),
+      KEY(eval, batch_size, at_least(0)),
+      KEY(eval, gate_threshold, closed(0, 1)),
   };
   return fields;
 }

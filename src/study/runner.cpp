@@ -258,6 +258,19 @@ std::vector<nlohmann::json> evaluations_of(const nlohmann::json& eval) {
   return {main};
 }
 
+// The columns of summary.csv after the run's name, axes and setting: first what one evaluation
+// setting measured (exact_match_ci_* is Wilson's 95% interval over its `instances`, the sampling
+// error of this one run), then what holds for the whole run (in_distribution_ok: the gate of
+// train/commands.cpp; commit: the build that trained it, from its provenance).
+constexpr const char* kSettingColumns[] = {"split",     "loss",
+                                           "accuracy",  "exact_match",
+                                           "exact_match_ci_low", "exact_match_ci_high",
+                                           "instances", "tokens",
+                                           "peak_memory_mb"};
+constexpr const char* kRunColumns[] = {"in_distribution_ok", "unigram_loss", "bigram_loss",
+                                       "train_loss", "train_tokens_per_second", "train_seconds",
+                                       "commit"};
+
 }  // namespace
 
 void write_summary(const Study& study, const std::vector<PlannedRun>& runs,
@@ -272,9 +285,8 @@ void write_summary(const Study& study, const std::vector<PlannedRun>& runs,
     header.push_back(c);
     positions_header.push_back(c);
   }
-  for (const char* c : {"loss", "accuracy", "exact_match", "tokens", "train_loss",
-                        "train_tokens_per_second", "train_seconds"})
-    header.push_back(c);
+  for (const char* c : kSettingColumns) header.push_back(c);
+  for (const char* c : kRunColumns) header.push_back(c);
   for (const char* c : {"position", "loss"}) positions_header.push_back(c);
 
   std::string summary = csv_line(header), positions = csv_line(positions_header);
@@ -293,9 +305,10 @@ void write_summary(const Study& study, const std::vector<PlannedRun>& runs,
 
       std::vector<Cell> row = who;
       row.insert(row.end(), setting.begin(), setting.end());
-      for (const char* c : {"loss", "accuracy", "exact_match", "tokens"}) row.push_back(json_cell(e, c));
-      for (const char* c : {"train_loss", "train_tokens_per_second", "train_seconds"})
-        row.push_back(json_cell(eval, c));
+      for (const char* c : kSettingColumns) row.push_back(json_cell(e, c));
+      for (const char* c : kRunColumns)
+        row.push_back(std::string(c) == "commit" ? json_cell(eval.value("provenance", nlohmann::json()), c)
+                                                 : json_cell(eval, c));
       summary += csv_line(row);
 
       if (!e.contains("loss_by_position") || !e["loss_by_position"].is_array()) continue;
@@ -744,8 +757,10 @@ A run is named by its settings (encoding.type=shaw,train.seed=2, or no_a,train.s
 Writes into the results directory (results/NAME, results/NAME-smoke with --smoke):
   configs/<run>.toml, runs/<run>/ (by `poslab train`; eval.json last), runs/<run>.log,
   summary.csv (a row per run and evaluation setting; columns study, run, one per axis,
-  variant, kind, factor, seq_len, mem_len, loss, accuracy, exact_match, tokens, train_loss,
-  train_tokens_per_second, train_seconds), loss_by_position.csv, study.toml (a copy);
+  variant, kind, factor, seq_len, mem_len, split, loss, accuracy, exact_match,
+  exact_match_ci_low/high (Wilson 95% over the instances), instances, tokens, peak_memory_mb,
+  in_distribution_ok (the gate), unigram_loss, bigram_loss, train_loss,
+  train_tokens_per_second, train_seconds, commit), loss_by_position.csv, study.toml (a copy);
   --export: commands.txt, and slurm.sh for --export slurm.
 Resumable: finished runs (with eval.json) are skipped; interrupted ones are deleted and rerun.
 A failed run is reported with its log and the others go on; the exit code is then 1.

@@ -55,6 +55,7 @@ EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_ba
   double scored = 0;
   for (double s : scored_at) scored += s;
   r.batches = n_batches;
+  r.rows = long(rows);
   r.loss = scored > 0 ? loss_sum / scored : 0;
   r.accuracy = scored > 0 ? correct_sum / scored : 0;
   r.exact_match = rows > 0 ? exact_rows / rows : 0;

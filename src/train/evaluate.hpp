@@ -18,6 +18,7 @@ struct EvalResult {
   double accuracy = 0;     // argmax accuracy over scored tokens
   double exact_match = 0;  // fraction of rows (with a scored token) whose scored tokens are all right
   long tokens = 0;         // scored tokens
+  long rows = 0;           // rows with a scored token: the instances exact_match is over
   int batches = 0;
   std::vector<double> loss_by_position;  // [L] mean loss of scored tokens at each segment position
 };

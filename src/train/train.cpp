@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <iomanip>
 #include <ostream>
@@ -31,10 +32,26 @@ std::vector<std::string> training_metrics_columns() {
           "valid_loss"};
 }
 
-void set_threads(int threads) {
-  if (threads <= 0) threads = omp_get_num_procs();
+std::string set_threads(int threads) {
+  const int processors = omp_get_num_procs();
+  std::string chosen_by = "train.threads";
+  // 0 = follow the allocation: a Slurm task's CPUs, then OpenMP's variable, then every processor.
+  auto from_environment = [](const char* name) {
+    const char* text = std::getenv(name);
+    return text ? std::atoi(text) : 0;
+  };
+  if (threads <= 0) {
+    if ((threads = from_environment("SLURM_CPUS_PER_TASK")) > 0) chosen_by = "SLURM_CPUS_PER_TASK";
+    else if ((threads = from_environment("OMP_NUM_THREADS")) > 0) chosen_by = "OMP_NUM_THREADS";
+    else threads = processors, chosen_by = "all processors";
+  }
+  if (threads > processors) {  // more threads than processors only slows a run down
+    threads = processors;
+    chosen_by += " (capped at the " + std::to_string(processors) + " processors)";
+  }
   omp_set_num_threads(threads);
   set_blas_threads(1);  // all threading is OpenMP's (see parallel_gemm in core/blas.hpp)
+  return chosen_by;
 }
 
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg,

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <string>
 #include <vector>
 
 #include "config/config.hpp"
@@ -35,7 +36,9 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
 // Column names of the metrics.csv rows train_model appends.
 std::vector<std::string> training_metrics_columns();
 
-// Sets OpenMP and OpenBLAS threads (0 = all cores).
-void set_threads(int threads);
+// Sets the OpenMP threads (OpenBLAS stays single-threaded). `threads` > 0 is taken as given;
+// 0 follows the allocation: SLURM_CPUS_PER_TASK, then OMP_NUM_THREADS, then every processor.
+// Never more than the processors. Returns what chose the number, for the run's provenance.
+std::string set_threads(int threads);
 
 }  // namespace poslab

@@ -1,0 +1,114 @@
+"""One figure style for every poslab figure: the same colour for an encoding in every figure,
+colours grouped by family so that neighbours in a legend look different when they behave
+differently, one legend order, and the reference lines that explain a curve.
+
+Families and their hues (docs/05-beyond.md explains the families):
+    no encoding             black
+    absolute                reds and oranges   (sinusoidal, learned)
+    relative, learned table blues              (shaw, transformer_xl, deberta)
+    relative, bias          greens and teals   (t5_bias, alibi, kerple, fire)
+    relative, rotation      purple             (rope)
+A variant of an encoding (randomized positions, another option) keeps the encoding's colour and
+changes the line style.
+"""
+import matplotlib
+
+matplotlib.use("Agg") if matplotlib.get_backend() == "" else None
+import matplotlib.pyplot as plt  # noqa: E402
+
+ENCODING_ORDER = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "deberta",
+                  "t5_bias", "alibi", "kerple", "fire", "rope", "example_distance_bias"]
+
+ENCODING_COLOURS = {
+    "none": "#000000",
+    "sinusoidal": "#d62728",         # red
+    "learned": "#ff7f0e",            # orange
+    "shaw": "#1f77b4",               # blue
+    "transformer_xl": "#17becf",     # cyan
+    "deberta": "#393b79",            # dark blue
+    "t5_bias": "#2ca02c",            # green
+    "alibi": "#8c6d31",              # olive brown
+    "kerple": "#98df8a",             # light green
+    "fire": "#637939",               # dark olive
+    "rope": "#9467bd",               # purple
+    "example_distance_bias": "#7f7f7f",
+}
+
+ENCODING_LABELS = {
+    "none": "NoPE", "sinusoidal": "sinusoidal", "learned": "learned", "shaw": "Shaw",
+    "transformer_xl": "Transformer-XL", "deberta": "DeBERTa", "t5_bias": "T5 bias",
+    "alibi": "ALiBi", "kerple": "KERPLE", "fire": "FIRE", "rope": "RoPE",
+    "example_distance_bias": "example",
+}
+
+# Line styles for the variants of one encoding, in order of appearance.
+VARIANT_STYLES = ["-", "--", ":", "-."]
+
+REFERENCE_STYLE = dict(color="0.45", lw=0.9, ls=":", zorder=0)
+
+
+def apply():
+    """Global matplotlib settings of every poslab figure."""
+    plt.rcParams.update({
+        "svg.hashsalt": "poslab",          # the same figure gives the same SVG file
+        "figure.dpi": 110,
+        "font.size": 9,
+        "axes.titlesize": 10,
+        "axes.labelsize": 9,
+        "legend.fontsize": 8,
+        "axes.spines.top": False,
+        "axes.spines.right": False,
+        "axes.grid": True,
+        "grid.alpha": 0.25,
+    })
+
+
+def ordered(values):
+    """Encodings in the fixed order, anything else after them alphabetically."""
+    values = list(dict.fromkeys(v for v in values if v == v))
+    known = [v for v in ENCODING_ORDER if v in values]
+    return known + sorted((v for v in values if v not in known), key=str)
+
+
+def colour(name):
+    """The colour of an encoding (or of a series that starts with an encoding's name)."""
+    if name in ENCODING_COLOURS:
+        return ENCODING_COLOURS[name]
+    for encoding in sorted(ENCODING_COLOURS, key=len, reverse=True):
+        if str(name).startswith(encoding):
+            return ENCODING_COLOURS[encoding]
+    return None
+
+
+def label(name):
+    return ENCODING_LABELS.get(name, str(name))
+
+
+def reference_line(ax, value, text, axis="y"):
+    """A dotted grey line at `value` with a short text: chance level, the trained length, ..."""
+    if axis == "y":
+        ax.axhline(value, **REFERENCE_STYLE)
+        ax.annotate(text, xy=(1.0, value), xycoords=("axes fraction", "data"),
+                    xytext=(-2, 2), textcoords="offset points", ha="right", va="bottom",
+                    fontsize=7, color="0.35")
+    else:
+        ax.axvline(value, **REFERENCE_STYLE)
+        ax.annotate(text, xy=(value, 1.0), xycoords=("data", "axes fraction"),
+                    xytext=(2, -2), textcoords="offset points", ha="left", va="top",
+                    fontsize=7, color="0.35", rotation=90)
+
+
+def legend_outside(fig, axes, ncol=1):
+    """One legend for the whole figure, to the right of the last panel, without duplicates."""
+    handles, labels = [], []
+    for ax in axes:
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels:
+                handles.append(h)
+                labels.append(l)
+    if handles:
+        axes[-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                        ncol=ncol, frameon=False)
+
+
+apply()
