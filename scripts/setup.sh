@@ -18,6 +18,9 @@ packages=(
   catch2 libtomlplusplus-dev libcli11-dev nlohmann-json3-dev
   # The default corpus (/usr/share/games/fortunes)
   fortunes
+  # The long-document corpus: Python's standard library sources in /usr/lib/python3.11
+  # (experiments/python_corpus.toml); Debian 12 installs it with python3, listed to be explicit
+  libpython3.11-stdlib
   # Notebooks that plot the results (run with /usr/bin/python3)
   python3-numpy python3-pandas python3-matplotlib
   jupyter-nbconvert python3-nbclient python3-ipykernel

@@ -67,6 +67,11 @@ void check_same(const Config& a, const Config& b) {
   CHECK(a.memory.half_loss == b.memory.half_loss);
   CHECK(a.data.path == b.data.path);
   CHECK(a.data.valid_fraction == b.data.valid_fraction);
+  CHECK(a.data.include == b.data.include);
+  CHECK(a.data.exclude == b.data.exclude);
+  CHECK(a.data.test_fraction == b.data.test_fraction);
+  CHECK(a.data.split == b.data.split);
+  CHECK(a.data.separator == b.data.separator);
   CHECK(a.train.seq_len == b.train.seq_len);
   CHECK(a.train.batch_size == b.train.batch_size);
   CHECK(a.train.steps == b.train.steps);
@@ -123,7 +128,12 @@ half_loss = true
 
 [data]
 path = "C:\\odd \"path\"\twith\nescapes"
+include = ["*.py", "odd \"glob\"\t[!x]*"]
+exclude = ["test/*"]
 valid_fraction = 0.05
+test_fraction = 0.07
+split = "file"
+separator = "\n# ---\n"
 
 [train]
 seq_len = 48
@@ -185,6 +195,11 @@ TEST_CASE("every section and key reaches its struct member", "[config]") {
   CHECK_FALSE(c.encoding.options.get_bool("learned"));
   CHECK(c.memory.mem_len == 32);
   CHECK(c.data.path == "C:\\odd \"path\"\twith\nescapes");
+  CHECK(c.data.include == std::vector<std::string>{"*.py", "odd \"glob\"\t[!x]*"});
+  CHECK(c.data.exclude == std::vector<std::string>{"test/*"});
+  CHECK(c.data.test_fraction == 0.07);
+  CHECK(c.data.split == "file");
+  CHECK(c.data.separator == "\n# ---\n");
   CHECK(c.train.lr == 3e-4);
   CHECK(c.train.seed == 9007199254740993ULL);
   CHECK(c.eval.mem_len == 64);
@@ -467,6 +482,49 @@ TEST_CASE("eval factors are arrays of numbers, each checked on its own", "[confi
 // Overrides
 // ---------------------------------------------------------------------------------------------
 
+TEST_CASE("data.include and data.exclude are arrays of strings", "[config][data]") {
+  const Config c = load("[data]\ninclude = [\"*.py\", \"*.pyi\"]\nexclude = []\n");
+  CHECK(c.data.include == std::vector<std::string>{"*.py", "*.pyi"});
+  CHECK(c.data.exclude.empty());
+  CHECK(Config{}.data.include.empty());  // default: every plain-text file
+  CHECK(Config{}.data.split == "position");
+  CHECK(Config{}.data.separator == "\n\n");
+  CHECK(Config{}.data.test_fraction == 0.0);
+
+  // Each element is judged on its own, on its own line.
+  CHECK_THROWS_WITH(load("[data]\ninclude = [\"*.py\", 3]\n"),
+                    "quick.toml:2: data.include[1]: expected a string, got an integer");
+  CHECK_THROWS_WITH(load("[data]\nexclude = [\n  \"a/*\",\n  [\"b\"],\n]\n"),
+                    "quick.toml:4: data.exclude[1]: expected a string, got an array");
+  CHECK_THROWS_WITH(load("[data]\ninclude = \"*.py\"\n"),
+                    "quick.toml:2: data.include: expected an array of strings, got a string");
+  CHECK_THROWS_WITH(load("[data]\ninclude = [\"\"]\n"),
+                    "quick.toml:2: data.include[0] must be a non-empty string, got \"\"");
+
+  // On the command line, as a TOML array.
+  const Config o = load("", {"data.include=[\"*.py\"]", "data.exclude=[\"test/*\", \"*/tests/*\"]"});
+  CHECK(o.data.include == std::vector<std::string>{"*.py"});
+  CHECK(o.data.exclude == std::vector<std::string>{"test/*", "*/tests/*"});
+  CHECK_THROWS_WITH(load("", {"data.include=*.py"}),
+                    Contains("--set data.include=*.py") &&
+                        Contains("expected an array of strings, got a string"));
+}
+
+TEST_CASE("data.split, data.test_fraction and their limits", "[config][data][errors]") {
+  const Config c = load("[data]\nsplit = \"file\"\ntest_fraction = 0.05\nseparator = \"\"\n");
+  CHECK(c.data.split == "file");
+  CHECK(c.data.test_fraction == 0.05);
+  CHECK(c.data.separator.empty());
+  CHECK_THROWS_WITH(load("[data]\nsplit = \"files\"\n"),
+                    "quick.toml:2: data.split must be one of position, file, got \"files\" "
+                    "(did you mean 'file'?)");
+  CHECK_THROWS_WITH(load("[data]\ntest_fraction = 1\n"),
+                    "quick.toml:2: data.test_fraction must be in [0, 1), got 1");
+  CHECK_THROWS_WITH(load("[data]\nvalid_fraction = 0.5\ntest_fraction = 0.5\n"),
+                    "quick.toml:3: data.valid_fraction (0.5) + data.test_fraction (0.5) must be "
+                    "below 1: the rest is the train split");
+}
+
 TEST_CASE("overrides are applied after the file", "[config][overrides]") {
   const Config c = load("out_dir = \"runs/a\"\n[model]\nd_model = 64\n",
                         {"model.d_model=256", "train.lr=1e-2", "out_dir=runs/x",
@@ -541,7 +599,9 @@ TEST_CASE("config_to_toml writes every key, encoding defaults included", "[confi
   for (const char* line : {"out_dir = \"runs/default\"", "[model]", "d_model = 128",
                            "activation = \"relu\"", "[encoding]", "type = \"clipped\"",
                            "clip_k = 16", "scale = 1.0", "mode = \"sum\"", "learned = true",
-                           "[memory]", "mem_len = 0", "[data]", "valid_fraction = 0.1", "[train]",
+                           "[memory]", "mem_len = 0", "[data]", "valid_fraction = 0.1",
+                           "include = []", "exclude = []", "test_fraction = 0.0",
+                           "split = \"position\"", "separator = \"\\n\\n\"", "[train]",
                            "lr = 0.001", "eps = 1e-8", "seed = 1", "[eval]", "mem_len = -1",
                            "length_factors = []", "memory_factors = []", "batches = 16", "[task]",
                            "name = \"lm\""})

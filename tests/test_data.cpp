@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "config/load.hpp"
 #include "data/corpus.hpp"
 
 namespace fs = std::filesystem;
@@ -69,7 +71,7 @@ TEST_CASE("read_corpus returns the bytes of a single file", "[data]") {
   CHECK(poslab::read_corpus((dir.path() / "one.txt").string()) == bytes_of(content));
 }
 
-TEST_CASE("read_corpus concatenates a directory's text files in name order", "[data]") {
+TEST_CASE("read_corpus concatenates a directory's text files in relative-path order", "[data]") {
   TempDir dir;
   write_file(dir.path() / "c", "CCC");
   write_file(dir.path() / "a", "A");
@@ -80,11 +82,13 @@ TEST_CASE("read_corpus concatenates a directory's text files in name order", "[d
   fs::create_symlink(dir.path() / "c", dir.path() / "c.u8");  // *.u8 symlink (fortunes layout)
   fs::create_symlink(dir.path() / "a", dir.path() / "link");  // any other symlink
   write_file(dir.path() / ".hidden", "hidden");
+  write_file(dir.path() / "bin", std::string("x\0y", 3));     // contains a NUL byte
+  // Subdirectories are read too (recursively), after "c" because "c" < "sub/inner".
   fs::create_directory(dir.path() / "sub");
   write_file(dir.path() / "sub" / "inner", "inner");
-  write_file(dir.path() / "bin", std::string("x\0y", 3));     // contains a NUL byte
+  write_file(dir.path() / "sub" / "x.dat", "index");          // skipped at any depth
 
-  CHECK(poslab::read_corpus(dir.path().string()) == bytes_of("ABBCCC"));
+  CHECK(poslab::read_corpus(dir.path().string()) == bytes_of("ABBCCCinner"));
 }
 
 TEST_CASE("read_corpus reads the default fortunes corpus", "[data][fortunes]") {
@@ -150,6 +154,306 @@ TEST_CASE("split_corpus puts the last fraction in validation", "[data]") {
 
   CHECK_THROWS_WITH(poslab::split_corpus(bytes, 1.0), Contains("valid_fraction"));
   CHECK_THROWS_WITH(poslab::split_corpus(bytes, -0.1), Contains("valid_fraction"));
+}
+
+TEST_CASE("split_corpus with a test fraction: [train | valid | test]", "[data]") {
+  // 20 bytes 0..19: test = the last round(20 * 0.1) = 2, valid the round(20 * 0.25) = 5 before.
+  std::vector<std::uint8_t> bytes(20);
+  std::iota(bytes.begin(), bytes.end(), std::uint8_t{0});
+  const poslab::CorpusSplit split = poslab::split_corpus(bytes, 0.25, 0.1);
+  CHECK(split.train == std::vector<std::int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  CHECK(split.valid == std::vector<std::int32_t>{13, 14, 15, 16, 17});
+  CHECK(split.test == std::vector<std::int32_t>{18, 19});
+  CHECK(split.test_stats.bytes == 2);
+}
+
+// ---------------------------------------------------------------- documents and globs
+
+namespace {
+
+// A small tree shaped like a Python library:
+//   a.py  b.txt  pkg/c.py  pkg/tests/t.py  test/u.py  encodings/cp1.py  .git/config
+//   pkg/.hidden.py
+void write_library(const fs::path& root) {
+  fs::create_directories(root / "pkg" / "tests");
+  fs::create_directories(root / "test");
+  fs::create_directories(root / "encodings");
+  fs::create_directories(root / ".git");
+  write_file(root / "a.py", "A");
+  write_file(root / "b.txt", "B");
+  write_file(root / "pkg" / "c.py", "C");
+  write_file(root / "pkg" / "tests" / "t.py", "T");
+  write_file(root / "test" / "u.py", "U");
+  write_file(root / "encodings" / "cp1.py", "E");
+  write_file(root / ".git" / "config", "G");
+  write_file(root / "pkg" / ".hidden.py", "H");
+}
+
+std::vector<std::string> names_of(const std::vector<poslab::Document>& documents) {
+  std::vector<std::string> names;
+  for (const auto& d : documents) names.push_back(d.name);
+  return names;
+}
+
+using Names = std::vector<std::string>;
+
+}  // namespace
+
+TEST_CASE("read_documents walks a directory tree; globs choose the files", "[data]") {
+  TempDir dir;
+  write_library(dir.path());
+  const std::string root = dir.path().string();
+
+  // No include: every plain-text file at any depth, but no hidden file or hidden directory.
+  CHECK(names_of(poslab::read_documents(root)) ==
+        Names{"a.py", "b.txt", "encodings/cp1.py", "pkg/c.py", "pkg/tests/t.py", "test/u.py"});
+
+  // "*.py" matches at any depth because * also matches '/'. An include takes hidden files it
+  // names (.hidden.py), but hidden directories (.git) are never entered.
+  CHECK(names_of(poslab::read_documents(root, {.include = {"*.py"}})) ==
+        Names{"a.py", "encodings/cp1.py", "pkg/.hidden.py", "pkg/c.py", "pkg/tests/t.py",
+              "test/u.py"});
+
+  // Exclude wins over include; "test/*" is anchored at the top, "*/tests/*" finds nested ones.
+  const poslab::CorpusFilter python{.include = {"*.py"},
+                                    .exclude = {"test/*", "*/tests/*", "encodings/*", ".*",
+                                                "*/.*"}};
+  const auto documents = poslab::read_documents(root, python);
+  CHECK(names_of(documents) == Names{"a.py", "pkg/c.py"});
+  CHECK(documents[1].bytes == bytes_of("C"));
+
+  // Exclude alone, without include: the default rules plus the excludes.
+  CHECK(names_of(poslab::read_documents(root, {.exclude = {"*.py"}})) == Names{"b.txt"});
+}
+
+TEST_CASE("read_documents explains bad patterns and bad included files", "[data]") {
+  TempDir dir;
+  write_library(dir.path());
+  const std::string root = dir.path().string();
+
+  SECTION("no file matches: the message names the directory and the patterns") {
+    CHECK_THROWS_WITH(poslab::read_documents(root, {.include = {"*.rs"}, .exclude = {"x/*"}}),
+                      Contains(root) && Contains("no file matches") && Contains("\"*.rs\"") &&
+                          Contains("\"x/*\""));
+    CHECK_THROWS_WITH(poslab::read_documents(root, {.include = {"*.py"}, .exclude = {"*"}}),
+                      Contains(root) && Contains("no file matches"));
+  }
+  SECTION("an included binary file is an error naming the file") {
+    write_file(dir.path() / "pkg" / "blob.py", std::string("ab\0cd", 5));
+    CHECK_THROWS_WITH(poslab::read_documents(root, {.include = {"*.py"}}),
+                      Contains(root) && Contains("pkg/blob.py") && Contains("NUL"));
+    // Without include the same file is skipped silently, as before.
+    CHECK_NOTHROW(poslab::read_documents(root));
+  }
+  SECTION("an included unreadable file is an error naming the file") {
+    const fs::path locked = dir.path() / "pkg" / "locked.py";
+    write_file(locked, "secret");
+    fs::permissions(locked, fs::perms::none);
+    if (std::ifstream(locked).good()) {
+      WARN("running as root: a file without permissions is still readable; check skipped");
+    } else {
+      CHECK_THROWS_WITH(poslab::read_documents(root, {.include = {"*.py"}}),
+                        Contains(root) && Contains("locked.py") && Contains("cannot open"));
+    }
+  }
+}
+
+// ---------------------------------------------------------------- splitting by file
+
+namespace {
+
+// n documents "doc_i.txt" of about `size` bytes each (sizes vary so that shares are uneven).
+std::vector<poslab::Document> many_documents(int n, int size) {
+  std::vector<poslab::Document> documents;
+  for (int i = 0; i < n; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "dir%d/doc_%03d.txt", i % 3, i);
+    const int length = size + (i * 37) % size;  // size .. 2 size - 1
+    std::string text(static_cast<std::size_t>(length), static_cast<char>('a' + i % 26));
+    documents.push_back({name, bytes_of(text)});
+  }
+  std::sort(documents.begin(), documents.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  return documents;
+}
+
+// The documents of a split, recovered from its tokens: cut at the separator.
+std::vector<std::string> texts_of(const std::vector<std::int32_t>& tokens, const std::string& sep) {
+  const std::string all(tokens.begin(), tokens.end());
+  std::vector<std::string> texts;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t end = all.find(sep, begin);
+    texts.push_back(all.substr(begin, end - begin));
+    if (end == std::string::npos) break;
+    begin = end + sep.size();
+  }
+  return texts;
+}
+
+}  // namespace
+
+TEST_CASE("split_by_file deals whole documents: disjoint, complete, deterministic", "[data]") {
+  const auto documents = many_documents(200, 100);  // about 30 kB
+  std::int64_t total = 0;
+  for (const auto& d : documents) total += static_cast<std::int64_t>(d.bytes.size());
+
+  const std::string sep = "\n\n";
+  const poslab::CorpusSplit split = poslab::split_by_file(documents, 0.1, 0.2, sep);
+  CHECK(split.method == "file");
+  CHECK(split.files == 200);
+
+  // Each split's tokens are whole documents joined by the separator; together they are every
+  // document exactly once.
+  std::vector<std::string> all;
+  for (const auto* tokens : {&split.train, &split.valid, &split.test}) {
+    const auto texts = texts_of(*tokens, sep);
+    all.insert(all.end(), texts.begin(), texts.end());
+  }
+  std::vector<std::string> expected;
+  for (const auto& d : documents) expected.emplace_back(d.bytes.begin(), d.bytes.end());
+  std::sort(all.begin(), all.end());
+  std::sort(expected.begin(), expected.end());
+  CHECK(all == expected);
+
+  // Statistics: files per split add up; bytes are the token counts, separators included.
+  CHECK(split.train_stats.files + split.valid_stats.files + split.test_stats.files == 200);
+  CHECK(split.test_stats.bytes == static_cast<std::int64_t>(split.test.size()));
+  CHECK(split.train_stats.bytes + split.valid_stats.bytes + split.test_stats.bytes ==
+        total + 2 * (200 - 3));  // one separator between neighbours, three splits
+
+  // Shares: each split overshoots its target by less than one document (< 200 bytes).
+  const double test_share = double(split.test_stats.bytes) / double(total);
+  const double valid_share = double(split.valid_stats.bytes) / double(total);
+  CHECK(test_share >= 0.2);
+  CHECK(test_share < 0.2 + 0.02);
+  CHECK(valid_share >= 0.1);
+  CHECK(valid_share < 0.1 + 0.02);
+
+  // Deterministic: the same input, the same split, token for token.
+  const poslab::CorpusSplit again = poslab::split_by_file(documents, 0.1, 0.2, sep);
+  CHECK(again.train == split.train);
+  CHECK(again.valid == split.valid);
+  CHECK(again.test == split.test);
+
+  // The order of the input does not matter: the deal depends on names only.
+  auto reversed = documents;
+  std::reverse(reversed.begin(), reversed.end());
+  CHECK(poslab::split_by_file(reversed, 0.1, 0.2, sep).test == split.test);
+
+  // The hash shuffles: test is not simply the last documents in name order, which is what a
+  // position split would hold.
+  const std::size_t k = static_cast<std::size_t>(split.test_stats.files);
+  std::vector<std::string> last_k;
+  for (std::size_t i = documents.size() - k; i < documents.size(); ++i)
+    last_k.emplace_back(documents[i].bytes.begin(), documents[i].bytes.end());
+  CHECK(texts_of(split.test, sep) != last_k);
+}
+
+TEST_CASE("split_by_file writes a split in relative-path order with the separator", "[data]") {
+  // Two documents, no held-out split: train is both, in name order, joined by the separator.
+  const std::vector<poslab::Document> documents = {{"b/z.py", bytes_of("zz")},
+                                                   {"a.py", bytes_of("a\xE9")}};
+  const poslab::CorpusSplit split = poslab::split_by_file(documents, 0.0, 0.0, "<|>");
+  CHECK(split.train == std::vector<std::int32_t>{'a', 0xE9, '<', '|', '>', 'z', 'z'});
+  CHECK(split.valid.empty());
+  CHECK(split.test.empty());
+}
+
+TEST_CASE("split_by_file and split_corpus name the empty split and the fix", "[data]") {
+  // One document cannot feed both test and train.
+  const std::vector<poslab::Document> one = {{"only.py", bytes_of("print(1)\n")}};
+  CHECK_THROWS_WITH(poslab::split_by_file(one, 0.0, 0.5, "\n\n"),
+                    Contains("train split is empty") && Contains("data.test_fraction"));
+  // Two documents, both asked for: test takes one, valid the other, train nothing.
+  const std::vector<poslab::Document> two = {{"a", bytes_of("aaaa")}, {"b", bytes_of("bbbb")}};
+  CHECK_THROWS_WITH(poslab::split_by_file(two, 0.3, 0.3, "\n\n"),
+                    Contains("train split is empty"));
+  // Three documents, one held out for test: fine, the others train.
+  const std::vector<poslab::Document> three = {{"a", bytes_of(std::string(100, 'a'))},
+                                               {"b", bytes_of(std::string(100, 'b'))},
+                                               {"c", bytes_of("c")}};
+  poslab::CorpusSplit ok = poslab::split_by_file(three, 0.0, 0.3, "");
+  CHECK(ok.test_stats.files >= 1);
+  // Fractions summing to 1 or more.
+  CHECK_THROWS_WITH(poslab::split_by_file(three, 0.5, 0.5, ""),
+                    Contains("valid_fraction") && Contains("test_fraction") &&
+                        Contains("below 1"));
+  CHECK_THROWS_WITH(poslab::split_corpus(bytes_of("0123456789"), 0.6, 0.4), Contains("below 1"));
+  // Position mode: a positive fraction that rounds to no byte at all.
+  CHECK_THROWS_WITH(poslab::split_corpus(bytes_of("0123456789"), 0.01),
+                    Contains("validation split is empty") && Contains("data.valid_fraction"));
+  CHECK_THROWS_WITH(poslab::split_corpus(bytes_of("0123456789"), 0.1, 0.01),
+                    Contains("test split is empty") && Contains("data.test_fraction"));
+}
+
+// ---------------------------------------------------------------- load_corpus: the config
+
+TEST_CASE("load_corpus in position mode is the split of earlier versions", "[data]") {
+  TempDir dir;
+  write_library(dir.path());
+  poslab::DataConfig data;
+  data.path = dir.path().string();
+  data.valid_fraction = 0.5;  // 6 one-byte documents: the last 3 bytes are validation
+
+  // What poslab did before data.split existed: read_corpus, then split_corpus(bytes, valid).
+  const poslab::CorpusSplit before = poslab::split_corpus(poslab::read_corpus(data.path), 0.5);
+  const poslab::CorpusSplit now = poslab::load_corpus(data);
+  CHECK(now.train == before.train);
+  CHECK(now.valid == before.valid);
+  CHECK(now.test.empty());
+  // a.py b.txt encodings/cp1.py pkg/c.py pkg/tests/t.py test/u.py, no separator.
+  CHECK(now.train == std::vector<std::int32_t>{'A', 'B', 'E'});
+  CHECK(now.valid == std::vector<std::int32_t>{'C', 'T', 'U'});
+  CHECK(now.files == 6);
+  CHECK(now.train_stats.files == 3);
+  CHECK(now.valid_stats.files == 3);
+  CHECK(poslab::describe_corpus(now) ==
+        "corpus " + data.path + " (split by position): 6 files, 6 B; train 3 files 3 B, "
+        "valid 3 files 3 B");
+
+  // The default fortunes corpus: the same bytes as read_corpus + split_corpus.
+  poslab::DataConfig fortunes;
+  if (fs::exists(fortunes.path)) {
+    const auto old = poslab::split_corpus(poslab::read_corpus(fortunes.path),
+                                          fortunes.valid_fraction);
+    const auto got = poslab::load_corpus(fortunes);
+    CHECK(got.train == old.train);
+    CHECK(got.valid == old.valid);
+  }
+}
+
+TEST_CASE("load_corpus by file with patterns; errors name the corpus", "[data]") {
+  TempDir dir;
+  write_library(dir.path());
+  for (int i = 0; i < 40; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof name, "m%02d.py", i);
+    write_file(dir.path() / "pkg" / name, std::string(50, 'm'));
+  }
+  poslab::DataConfig data;
+  data.path = dir.path().string();
+  data.include = {"*.py"};
+  data.exclude = {"test/*", "*/tests/*", "encodings/*"};
+  data.split = "file";
+  data.valid_fraction = 0.1;
+  data.test_fraction = 0.1;
+  const poslab::CorpusSplit split = poslab::load_corpus(data);
+  CHECK(split.files == 43);  // a.py, pkg/.hidden.py, pkg/c.py, 40 x pkg/m*.py
+  CHECK(split.train_stats.files + split.valid_stats.files + split.test_stats.files == 43);
+  CHECK(split.valid_stats.files >= 1);
+  CHECK(split.test_stats.files >= 1);
+  CHECK_THAT(poslab::describe_corpus(split),
+             Contains("corpus " + data.path + " (split by file): 43 files") &&
+                 Contains("test " + std::to_string(split.test_stats.files) + " files"));
+
+  // Too few documents for the fractions: the message names the corpus and the split.
+  data.include = {"a.py"};
+  CHECK_THROWS_WITH(poslab::load_corpus(data),
+                    Contains("corpus '" + data.path + "'") && Contains("split is empty"));
+  data.include = {"*.nothing"};
+  CHECK_THROWS_WITH(poslab::load_corpus(data),
+                    Contains(data.path) && Contains("\"*.nothing\""));
 }
 
 // ---------------------------------------------------------------- unigram baseline
@@ -274,4 +578,36 @@ TEST_CASE("StreamBatcher needs B * (L + 1) tokens for one batch", "[data]") {
                         Contains("too small"));
   CHECK_THROWS_WITH(poslab::StreamBatcher(positions(100), 0, 8), Contains("B=0"));
   CHECK_THROWS_WITH(poslab::StreamBatcher(positions(100), 4, 0), Contains("L=0"));
+}
+
+// ---------------------------------------------------------------- the Python corpus
+
+TEST_CASE("experiments/python_corpus.toml: held-out modules, no tests or codec tables",
+          "[data][python]") {
+  // Debian's Python standard library (libpython3.11-stdlib, installed by scripts/setup.sh).
+  const poslab::Config cfg =
+      poslab::load_config(std::string(POSLAB_SOURCE_DIR) + "/experiments/python_corpus.toml");
+  REQUIRE(fs::is_directory(cfg.data.path));
+  const poslab::CorpusFilter filter{cfg.data.include, cfg.data.exclude};
+  const auto documents = poslab::read_documents(cfg.data.path, filter);
+  for (const auto& d : documents) {
+    INFO(d.name);
+    CHECK(d.name.size() > 3);
+    CHECK(d.name.substr(d.name.size() - 3) == ".py");
+    CHECK(d.name.rfind("test/", 0) != 0);
+    CHECK(d.name.find("/tests/") == std::string::npos);
+    CHECK(d.name.rfind("encodings/", 0) != 0);
+    CHECK(d.name != "pydoc_data/topics.py");
+  }
+  const poslab::CorpusSplit split = poslab::load_corpus(cfg.data);
+  // The sizes quoted in the config's comment.
+  std::int64_t document_bytes = 0;
+  for (const auto& d : documents) document_bytes += static_cast<std::int64_t>(d.bytes.size());
+  WARN(poslab::describe_corpus(split) << "\n" << documents.size() << " documents, "
+       << document_bytes << " bytes; tokens: train " << split.train_stats.bytes << ", valid "
+       << split.valid_stats.bytes << ", test " << split.test_stats.bytes);
+  CHECK(split.files > 400);
+  CHECK(split.test_stats.bytes >= 256 * 1024);
+  CHECK(split.test_stats.files >= 20);
+  CHECK(split.valid_stats.files >= 20);
 }

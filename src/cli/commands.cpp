@@ -22,7 +22,7 @@ namespace poslab {
 namespace {
 
 CorpusSplit load_data(const Config& cfg) {
-  return split_corpus(read_corpus(cfg.data.path), cfg.data.valid_fraction);
+  return load_corpus(cfg.data);
 }
 
 
@@ -72,6 +72,7 @@ int run_train(const Config& cfg) {
   if (cfg.task.name == "lm") {
     const CorpusSplit data = load_data(cfg);
     unigram = unigram_cross_entropy(data.train, data.valid, cfg.model.vocab_size);
+    std::cout << describe_corpus(data) << "\n";
   }
 
   RunDirectory run = RunDirectory::create(cfg.out_dir);

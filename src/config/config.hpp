@@ -35,11 +35,27 @@ struct MemoryConfig {
   bool half_loss = false;           // train only on the second half of each segment (Dai et al.)
 };
 
+// The text corpus of task "lm" (data/corpus.hpp explains reading and splitting in full).
 struct DataConfig {
-  // A text file, or a directory whose plain-text files are concatenated in name order.
-  // Default: the fortunes of Debian's `fortunes` package.
+  // A text file, or a directory read recursively: each file is one document, named by its path
+  // relative to `path`. Default: the fortunes of Debian's `fortunes` package.
   std::string path = "/usr/share/games/fortunes";
-  double valid_fraction = 0.1;  // last fraction of the corpus is the validation split
+  // Which files of a directory are documents: fnmatch(3) globs matched against the relative path
+  // ("email/parser.py"), where `*` also matches '/', so "*.py" finds .py files at any depth and
+  // "test/*" everything under test/. include = [] keeps every plain-text file (hidden files,
+  // *.dat, *.u8 and files with a NUL byte are then skipped silently); exclude wins over include.
+  std::vector<std::string> include = {};
+  std::vector<std::string> exclude = {};
+  double valid_fraction = 0.1;  // share of the corpus bytes in the validation split
+  double test_fraction = 0.0;   // share in the test split (held out; nothing reads it yet)
+  // "position": the documents back to back, cut by position: [train | valid | test], test last
+  //             (with test_fraction 0, exactly the split of earlier poslab versions).
+  // "file":     whole documents go to test, valid or train, in the order of a hash of their
+  //             relative path; no document is in two splits.
+  std::string split = "position";
+  // Written between two documents of a split in "file" mode, so a model sees where one ends.
+  // "position" mode does not use it: its bytes stay those of earlier versions.
+  std::string separator = "\n\n";
 };
 
 struct TrainConfig {

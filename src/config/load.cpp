@@ -13,8 +13,9 @@
 //      looked up (unknown keys get a did-you-mean), type-checked, range-checked and stored.
 //   4. check_consistency: rules that involve two keys (d_model divisible by n_heads).
 //
-// Most keys hold one value. A few hold a list of numbers (eval.length_factors = [2, 4]); their
-// schema lines are LIST_KEY, and each element is range-checked and reported on its own.
+// Most keys hold one value. A few hold a list of numbers (eval.length_factors = [2, 4]) or of
+// strings (data.include = ["*.py"]); their schema lines are LIST_KEY and STRINGS_KEY, and each
+// element is type-checked, range-checked and reported on its own.
 #include "config/load.hpp"
 
 #include <algorithm>
@@ -107,11 +108,15 @@ std::string did_you_mean(const std::string& word, const std::vector<std::string>
 // Values and their types
 // ---------------------------------------------------------------------------------------------
 
-// What a key expects: the index of the alternative in OptionValue, or a list of numbers.
-enum Kind : std::size_t { kBoolean = 0, kInteger = 1, kFloat = 2, kString = 3, kNumberList = 4 };
+// What a key expects: the index of the alternative in OptionValue, or a list of numbers or of
+// strings.
+enum Kind : std::size_t {
+  kBoolean = 0, kInteger = 1, kFloat = 2, kString = 3, kNumberList = 4, kStringList = 5
+};
 
 std::string kind_name(std::size_t kind) {
-  static const char* names[] = {"boolean", "integer", "float", "string", "array of numbers"};
+  static const char* names[] = {"boolean", "integer", "float", "string", "array of numbers",
+                                "array of strings"};
   return names[kind];
 }
 
@@ -263,6 +268,9 @@ struct Field {
   // Lists of numbers (kind kNumberList) use these instead of get and set.
   std::vector<double> (*get_list)(const Config&) = nullptr;
   void (*set_list)(Config&, const std::vector<double>&) = nullptr;
+  // Lists of strings (kind kStringList) use these.
+  std::vector<std::string> (*get_strings)(const Config&) = nullptr;
+  void (*set_strings)(Config&, const std::vector<std::string>&) = nullptr;
 
   std::string name() const { return section.empty() ? key : section + "." + key; }
 };
@@ -328,13 +336,26 @@ Field list_field(const char* section, const char* key, Bounds bounds) {
   return f;
 }
 
+// A key of a section holding a std::vector<std::string>; `bounds` applies to every element.
+template <auto section_member, auto member>
+Field strings_field(const char* section, const char* key, Bounds bounds) {
+  Field f{section, key, kStringList, anything(), std::move(bounds), nullptr, nullptr};
+  f.get_strings = [](const Config& c) { return c.*section_member.*member; };
+  f.set_strings = [](Config& c, const std::vector<std::string>& v) {
+    c.*section_member.*member = v;
+  };
+  return f;
+}
+
 // KEY(model, d_model, at_least(1)) is the TOML key `d_model` of `[model]`, stored in
 // Config::model.d_model: the TOML names are the C++ names, spelled once. LIST_KEY is the same
-// for a list of numbers.
+// for a list of numbers, STRINGS_KEY for a list of strings.
 #define KEY(section, key, bounds) \
   section_field<&Config::section, &decltype(Config::section)::key>(#section, #key, bounds)
 #define LIST_KEY(section, key, bounds) \
   list_field<&Config::section, &decltype(Config::section)::key>(#section, #key, bounds)
+#define STRINGS_KEY(section, key, bounds) \
+  strings_field<&Config::section, &decltype(Config::section)::key>(#section, #key, bounds)
 
 // Every key except those of [encoding] and [task], which depend on the encoding and the task.
 const std::vector<Field>& schema() {
@@ -357,7 +378,12 @@ const std::vector<Field>& schema() {
       KEY(memory, half_loss, anything()),
 
       KEY(data, path, not_empty()),
+      STRINGS_KEY(data, include, not_empty()),  // each pattern a non-empty glob
+      STRINGS_KEY(data, exclude, not_empty()),
       KEY(data, valid_fraction, half_open(0, 1)),
+      KEY(data, test_fraction, half_open(0, 1)),  // with valid_fraction: sum < 1 (check_consistency)
+      KEY(data, split, one_of({"position", "file"})),
+      KEY(data, separator, anything()),
 
       KEY(train, seq_len, at_least(1)),
       KEY(train, batch_size, at_least(1)),
@@ -394,6 +420,7 @@ const std::vector<Field>& schema() {
 
 #undef KEY
 #undef LIST_KEY
+#undef STRINGS_KEY
 
 const Field* find_field(const std::string& section, const std::string& key) {
   for (const auto& f : schema())
@@ -586,6 +613,20 @@ void apply_list(const Setting& s, const Field& field, Config& config) {
   field.set_list(config, numbers);
 }
 
+// A list of strings, judged like a list of numbers: `quick.toml:4: data.include[1]: expected a
+// string, got an integer`.
+void apply_strings(const Setting& s, const Field& field, Config& config) {
+  if (s.written_type != "array") value_as(s, kStringList);  // fails: "expected an array of ..."
+  std::vector<std::string> strings;
+  for (const Setting& e : s.elements) {
+    if (!e.value || e.value->index() != kString)
+      fail(e.where, e.name() + ": expected a string, got " + with_article(e.written_type));
+    check_bounds(e, *e.value, field.bounds);
+    strings.push_back(std::get<std::string>(*e.value));
+  }
+  field.set_strings(config, strings);
+}
+
 void apply_setting(const Setting& s, const Choice& encoding, const Choice& task, Config& config) {
   if (!s.section.empty() && !is_section(s.section))  // only from --set: files keep them top-level
     fail(s.where, "unknown section [" + s.section + "]" + did_you_mean(s.section, kSections) +
@@ -602,6 +643,7 @@ void apply_setting(const Setting& s, const Choice& encoding, const Choice& task,
   if (!field && s.section.empty()) reject_top_level(s);
   if (!field) reject_unknown_key(s);
   if (field->kind == kNumberList) return apply_list(s, *field, config);
+  if (field->kind == kStringList) return apply_strings(s, *field, config);
 
   const OptionValue value = value_as(s, field->kind);
   check_bounds(s, value, field->limits, " to fit its C++ type");
@@ -630,6 +672,12 @@ void check_consistency(const Config& config, const std::map<std::string, std::st
              std::to_string(kLargestTaskToken + 1) + " for task '" + config.task.name +
              "' (its tokens are printable bytes up to '|' = " + std::to_string(kLargestTaskToken) +
              ")");
+  // Each byte of the corpus goes to exactly one split, and train must keep some.
+  const auto& d = config.data;
+  if (d.valid_fraction + d.test_fraction >= 1.0)
+    fail(blame({"data.test_fraction", "data.valid_fraction"}),
+         "data.valid_fraction (" + number_text(d.valid_fraction) + ") + data.test_fraction (" +
+             number_text(d.test_fraction) + ") must be below 1: the rest is the train split");
 }
 
 Config build_config(const std::vector<Setting>& settings, const std::string& source_name,
@@ -677,10 +725,18 @@ std::string toml_list(const std::vector<double>& numbers) {
   return out + "]";
 }
 
+// ["*.py", "lib/*"]; [] when empty.
+std::string toml_strings(const std::vector<std::string>& strings) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < strings.size(); ++i) out += (i ? ", " : "") + toml_string(strings[i]);
+  return out + "]";
+}
+
 // `key = value` of one schema field.
 std::string toml_line(const Field& f, const Config& config) {
-  const std::string value =
-      f.kind == kNumberList ? toml_list(f.get_list(config)) : toml_value(f.get(config));
+  const std::string value = f.kind == kNumberList   ? toml_list(f.get_list(config))
+                            : f.kind == kStringList ? toml_strings(f.get_strings(config))
+                                                    : toml_value(f.get(config));
   return toml_key(f.key) + " = " + value + "\n";
 }
 

@@ -2,11 +2,38 @@
 //
 // poslab models bytes, so a token is simply a byte value 0..255 and there is no tokenizer. The
 // default corpus is Debian's `fortunes` package (/usr/share/games/fortunes): about 2.6 MB of
-// short English texts, enough for a small model to learn something in minutes on a CPU.
+// short English texts, enough for a small model to learn something in minutes on a CPU. The
+// long-document corpus is Debian's Python standard library (/usr/lib/python3.11, package
+// libpython3.11-stdlib): about 600 source files, many of them thousands of lines long, where
+// what a line means depends on an import or a definition far above it. That is the corpus on
+// which a long memory and a positional encoding that extrapolates can show what they are worth
+// (experiments/python_corpus.toml has its patterns and sizes).
 //
-// Four pieces, in the order a training run uses them:
-//   read_corpus            a file or a directory of text files -> one byte vector
-//   split_corpus           bytes -> train tokens (first part) + validation tokens (last part)
+// A corpus is a list of DOCUMENTS: a file, or every file of a directory tree (recursively) that
+// the include/exclude globs keep, each named by its path relative to the corpus directory.
+//
+// Splitting (data.split) comes in two kinds:
+//   "position"  the documents back to back, cut by position: [ train | valid | test ].
+//               Exactly what poslab has always done, so earlier results stay bit-identical. A
+//               document may straddle a boundary; fine for fortunes, which are all alike.
+//   "file"      whole documents are dealt to test, valid and train. Why: on a corpus of long
+//               documents, a position cut puts the end of one module in validation and its
+//               beginning in training, and every file of a package shares names and idioms with
+//               its neighbours in name order. Held-out files are a cleaner test of what a model
+//               learnt, and of how it handles a document it has never seen from its first byte.
+//               Which files: ordered by a hash of their relative path (a fixed shuffle, the same
+//               on every machine), test takes files until it holds test_fraction of the bytes,
+//               then valid until valid_fraction, train the rest; inside a split, files are in
+//               relative-path order.
+// In "file" mode the documents of a split are joined with a SEPARATOR (data.separator, default
+// "\n\n": a blank line, which Python code, prose and fortunes all read as a paragraph break).
+// Without it the last line of one file would run into the first of the next, and a model
+// would learn text that exists nowhere. The separator is not added after the last document.
+//
+// The pieces, in the order a training run uses them:
+//   read_documents         a file or a directory tree -> documents (include/exclude globs)
+//   load_corpus            a DataConfig -> CorpusSplit: read, then split by position or by file
+//   describe_corpus        the one-line summary of a split for the run log
 //   unigram_cross_entropy  the loss of a model that ignores context: the baseline to beat
 //   StreamBatcher          train tokens -> an endless sequence of [B, L] batches laid out for
 //                          Transformer-XL style segment recurrence (see the class comment)
@@ -16,33 +43,93 @@
 #include <string>
 #include <vector>
 
+#include "config/config.hpp"
 #include "data/batch_source.hpp"
 
 namespace poslab {
 
-// A file -> its bytes. A directory -> the concatenation, in file-name order, of its plain-text
-// files. In a directory we skip what is not a text file of its own:
-//   *.dat         the index files `strfile` writes next to each fortune file (binary)
-//   *.u8          in the fortunes package, symlinks to the UTF-8 version of the same file
-//   symlinks      they point at files we would otherwise read twice
-//   hidden files  (.something) editor backups, .gitignore and the like
-//   subdirectories (we do not recurse)
-//   files containing a NUL byte (text never does; this keeps stray binaries out)
-// A path naming a file directly is read as it is: the caller chose it.
+// One document: a file of the corpus.
+struct Document {
+  std::string name;                  // relative to the corpus directory, '/'-separated
+                                     // ("email/parser.py"); a corpus that is one file: its name
+  std::vector<std::uint8_t> bytes;   // never empty: empty files are dropped (they hold no text)
+};
+
+// Which files of a directory tree are documents. Globs follow fnmatch(3) with no flags, matched
+// against the relative path: `*` and `?` also match '/', so a pattern matches at any depth.
+//   "*.py"          every .py file, in the top directory and in every subdirectory
+//   "test/*"        everything under the top-level test/ directory
+//   "*/tests/*"     everything under a tests/ directory that is not at the top
+// A file is a document if it matches some include (or include is empty) and no exclude.
+struct CorpusFilter {
+  std::vector<std::string> include = {};  // empty: every plain-text file
+  std::vector<std::string> exclude = {};
+};
+
+// A file -> one document, read as it is (the caller chose it; the filter does not apply).
+// A directory -> its documents in relative-path order, found recursively. Never followed or read:
+//   symlinks           they point at files we would read twice (fortunes' *.u8) or outside
+//   hidden directories .git, .cache and the like are not descended into
+// With an empty include list, these are skipped silently too, as poslab always did:
+//   hidden files (.something), *.dat (the strfile indexes of fortunes), *.u8 (fortunes' UTF-8
+//   aliases), and files containing a NUL byte (text never does; this keeps stray binaries out).
+// With include patterns, every file they match (and exclude does not) must be text: one that
+// cannot be read or holds a NUL byte is an error, not silently dropped.
 // Throws std::runtime_error naming the path when it does not exist, cannot be read, is empty,
-// or is a directory without any plain-text file.
+// holds no file the patterns keep (the message lists the patterns), or an included file is
+// unreadable or binary (the message names the file).
+std::vector<Document> read_documents(const std::string& path, const CorpusFilter& filter = {});
+
+// The documents of read_documents(path) back to back, no separator: the corpus as one byte
+// vector, as "position" mode sees it.
 std::vector<std::uint8_t> read_corpus(const std::string& path);
 
-// Train and validation tokens. The split is by position, not random: the last part of the corpus
-// is validation, so validation text is never seen during training, not even as a neighbour.
+// Files and bytes of one split: what describe_corpus prints.
+struct SplitStats {
+  std::int64_t files = 0;  // "file" mode: documents in the split; "position" mode: documents
+                           // with at least one byte in it (one on a boundary counts in both)
+  std::int64_t bytes = 0;  // tokens in the split (separators included)
+};
+
+// Train, validation and test tokens; each byte becomes the token of the same value (0..255).
+// Nothing trains or evaluates on `test`: it is held out for a final measurement.
 struct CorpusSplit {
   std::vector<std::int32_t> train;
   std::vector<std::int32_t> valid;
+  std::vector<std::int32_t> test;
+  // Where the tokens came from, for the run log.
+  std::string source;              // data.path ("" when split from bare bytes)
+  std::string method = "position"; // data.split
+  std::int64_t files = 0;          // documents read
+  SplitStats train_stats, valid_stats, test_stats;
 };
 
-// The last round(n * valid_fraction) bytes become `valid`, the rest `train`; each byte becomes
-// the token of the same value (0..255). valid_fraction must lie in [0, 1).
-CorpusSplit split_corpus(const std::vector<std::uint8_t>& bytes, double valid_fraction);
+// "position" split of bare bytes: the last round(n * test_fraction) bytes become `test`, the
+// round(n * valid_fraction) before them `valid`, the rest `train`. With test_fraction 0 this is
+// the split of earlier poslab versions, byte for byte. Fractions lie in [0, 1) and sum below 1;
+// a split whose fraction is positive must not come out empty, and train never may.
+CorpusSplit split_corpus(const std::vector<std::uint8_t>& bytes, double valid_fraction,
+                         double test_fraction = 0.0);
+
+// "position" split of documents: split_corpus of their concatenation, plus how many documents
+// reach into each split.
+CorpusSplit split_by_position(const std::vector<Document>& documents, double valid_fraction,
+                              double test_fraction = 0.0);
+
+// "file" split (see the top of this file). Throws std::runtime_error when the fractions are out
+// of range or a split that should hold documents holds none (the message says which split and
+// which setting to change).
+CorpusSplit split_by_file(const std::vector<Document>& documents, double valid_fraction,
+                          double test_fraction, const std::string& separator);
+
+// Reads data.path with data.include/exclude and splits it as data.split says. Every error
+// message starts with "corpus 'PATH':".
+CorpusSplit load_corpus(const DataConfig& data);
+
+// One line for the run log:
+//   corpus /usr/lib/python3.11 (split by file): 600 files, 9.10 MB; train 540 files 8.19 MB,
+//   valid 30 files 455.1 kB, test 30 files 457.0 kB
+std::string describe_corpus(const CorpusSplit& split);
 
 // Cross-entropy, in nats per token, of `valid` under the unigram distribution of `train` with
 // add-one (Laplace) smoothing:

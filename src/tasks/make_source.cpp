@@ -3,6 +3,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include "data/corpus.hpp"
@@ -11,19 +12,23 @@
 namespace poslab {
 namespace {
 
-// The split corpus of (path, valid_fraction), read on first use. Reading and splitting the
+// The split corpus of a DataConfig, read on first use. Reading and splitting the
 // fortunes (2.6 MB) takes long enough to notice when a run evaluates at several lengths and
 // memories; the cache makes it once per process. Guarded: evaluations may run on several threads.
-std::shared_ptr<const CorpusSplit> cached_split(const std::string& path, double valid_fraction) {
+std::shared_ptr<const CorpusSplit> cached_split(const DataConfig& data) {
+  using Key = std::tuple<std::string, std::vector<std::string>, std::vector<std::string>, double,
+                         double, std::string, std::string>;
+  const Key key{data.path,           data.include, data.exclude, data.valid_fraction,
+                data.test_fraction, data.split,   data.separator};
   static std::mutex mutex;
-  static std::map<std::pair<std::string, double>, std::shared_ptr<const CorpusSplit>> cache;
+  static std::map<Key, std::shared_ptr<const CorpusSplit>> cache;
   const std::lock_guard<std::mutex> lock(mutex);
-  auto& entry = cache[{path, valid_fraction}];
+  auto& entry = cache[key];
   if (!entry) {
     try {
-      entry = std::make_shared<const CorpusSplit>(split_corpus(read_corpus(path), valid_fraction));
+      entry = std::make_shared<const CorpusSplit>(load_corpus(data));
     } catch (...) {
-      cache.erase({path, valid_fraction});  // do not keep a failed read
+      cache.erase(key);  // do not keep a failed read
       throw;
     }
   }
@@ -35,7 +40,7 @@ std::shared_ptr<const CorpusSplit> cached_split(const std::string& path, double 
 std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, bool evaluation, int len,
                                                std::uint64_t seed) {
   if (cfg.task.name == "lm") {
-    const auto split = cached_split(cfg.data.path, cfg.data.valid_fraction);
+    const auto split = cached_split(cfg.data);
     return std::make_unique<StreamBatcher>(evaluation ? split->valid : split->train,
                                            cfg.train.batch_size, len);
   }
