@@ -28,12 +28,12 @@ const std::vector<std::string> kInstanceTasks = {"copy", "reverse", "assoc_recal
 const std::vector<std::string> kGeneratedTasks = {"copy",      "reverse", "assoc_recall",
                                                   "induction", "parity",  "long_range"};
 
-TaskSetup setup(int batch, int len, int train_len, bool evaluation, std::uint64_t seed = 7) {
+TaskSetup setup(int batch, int len, int train_len, Split split, std::uint64_t seed = 7) {
   TaskSetup s;
   s.batch = batch;
   s.len = len;
   s.train_len = train_len;
-  s.evaluation = evaluation;
+  s.split = split;
   s.seed = seed;
   return s;
 }
@@ -118,7 +118,7 @@ bool is_data_symbol(char c, int alphabet) {
 // row's weights w, which returns the tokens of s that are answers; w must mark exactly those.
 template <class Answers>
 void check_each_instance(const std::string& task, int L, Answers&& answers) {
-  auto source = make(task, setup(16, L, L, false));
+  auto source = make(task, setup(16, L, L, Split::train));
   for (const Batch& batch : read(*source, 4)) {
     check_instance_layout(batch);
     for (int b = 0; b < batch.batch; ++b) {
@@ -152,16 +152,16 @@ TEST_CASE("the task registry lists every task, lm first", "[tasks]") {
     CHECK_FALSE(t.layout.empty());
   }
   CHECK(names == std::vector<std::string>{"lm", "copy", "reverse", "assoc_recall", "induction",
-                                          "parity", "long_range"});
+                                          "parity", "long_range", "sort"});
   CHECK(find_task("copy") != nullptr);
   CHECK(find_task("cpy") == nullptr);
   // lm is the corpus: its registry factory refuses and points at make_batch_source.
-  CHECK_THROWS_WITH(make("lm", setup(2, 8, 8, false)), Contains("make_batch_source"));
+  CHECK_THROWS_WITH(make("lm", setup(2, 8, 8, Split::train)), Contains("make_batch_source"));
 }
 
 TEST_CASE("missing options take their defaults; options change the task", "[tasks]") {
   // alphabet = 2: only 'a' and 'b' as data.
-  auto source = make("copy", setup(8, 24, 24, false), {{"alphabet", std::int64_t(2)}});
+  auto source = make("copy", setup(8, 24, 24, Split::train), {{"alphabet", std::int64_t(2)}});
   for (const Batch& batch : read(*source, 4))
     for (int b = 0; b < batch.batch; ++b)
       for (char c : instance_of(batch, b)) CHECK((c == '^' || c == '|' || c == 'a' || c == 'b'));
@@ -174,17 +174,17 @@ TEST_CASE("missing options take their defaults; options change the task", "[task
 TEST_CASE("same seed -> identical batches, another seed -> different ones", "[tasks]") {
   for (const auto& name : kGeneratedTasks) {
     INFO(name);
-    for (bool evaluation : {false, true}) {
-      auto a = make(name, setup(4, 32, 32, evaluation, 11));
-      auto b = make(name, setup(4, 32, 32, evaluation, 11));
-      auto c = make(name, setup(4, 32, 32, evaluation, 12));
+    for (Split split : {Split::train, Split::valid}) {
+      auto a = make(name, setup(4, 32, 32, split, 11));
+      auto b = make(name, setup(4, 32, 32, split, 11));
+      auto c = make(name, setup(4, 32, 32, split, 12));
       const auto ba = read(*a, 5), bb = read(*b, 5), bc = read(*c, 5);
       for (int t = 0; t < 5; ++t) CHECK(same(ba[t], bb[t]));
       CHECK_FALSE(same(ba[0], bc[0]));
     }
     // Training and evaluation batches from the same seed are different draws.
-    auto train = make(name, setup(4, 32, 32, false, 11));
-    auto eval = make(name, setup(4, 32, 32, true, 11));
+    auto train = make(name, setup(4, 32, 32, Split::train, 11));
+    auto eval = make(name, setup(4, 32, 32, Split::valid, 11));
     CHECK_FALSE(same(read(*train, 1)[0], read(*eval, 1)[0]));
   }
 }
@@ -192,7 +192,7 @@ TEST_CASE("same seed -> identical batches, another seed -> different ones", "[ta
 TEST_CASE("an evaluation set is fixed: reset() and reading past its end repeat it", "[tasks]") {
   for (const auto& name : kGeneratedTasks) {
     INFO(name);
-    auto source = make(name, setup(3, 32, 32, true));
+    auto source = make(name, setup(3, 32, 32, Split::valid));
     CHECK(source->batches_per_pass() == kTaskEvalBatches);
     const auto first = read(*source, int(kTaskEvalBatches));
     const auto wrapped = read(*source, 2);  // batches 16 and 17 are batches 0 and 1 again
@@ -208,7 +208,7 @@ TEST_CASE("an evaluation set is fixed: reset() and reading past its end repeat i
 TEST_CASE("a training source never repeats, also across reset()", "[tasks]") {
   for (const auto& name : kGeneratedTasks) {
     INFO(name);
-    auto source = make(name, setup(3, 32, 32, false));
+    auto source = make(name, setup(3, 32, 32, Split::train));
     const auto first = read(*source, 3);
     source->reset();
     const auto after = read(*source, 3);
@@ -220,7 +220,7 @@ TEST_CASE("a training source never repeats, also across reset()", "[tasks]") {
 TEST_CASE("the batches of a fixed seed are the same on every machine", "[tasks]") {
   // mt19937_64 is fully specified by the standard and Rng uses only its raw output, so these
   // rows are a golden record: a change here changes every task run ever made.
-  auto source = make("copy", setup(3, 12, 12, false, 1));
+  auto source = make("copy", setup(3, 12, 12, Split::train, 1));
   Batch batch;
   source->next(batch);
   const std::vector<std::string> expected = {"^kj|kj...... 000110000000",  // inputs, weights
@@ -303,7 +303,7 @@ TEST_CASE("induction: the block that ends the instance occurred before", "[tasks
   });
   CHECK(blocks == std::set<int>{4, 5, 6, 7, 8});  // block = 0: every length in 4..8
   // A fixed block length.
-  auto fixed = make("induction", setup(8, 30, 30, false), {{"block", std::int64_t(3)}});
+  auto fixed = make("induction", setup(8, 30, 30, Split::train), {{"block", std::int64_t(3)}});
   for (const Batch& batch : read(*fixed, 2))
     for (int b = 0; b < batch.batch; ++b) {
       const std::string w = row_weights(batch, b);
@@ -334,7 +334,7 @@ TEST_CASE("parity: the answer is the xor of the bits", "[tasks]") {
 
 TEST_CASE("training draws every size that fits in L", "[tasks]") {
   // copy at L = 32: n = 1..15 (2n + 2 <= 32).
-  auto source = make("copy", setup(16, 32, 32, false));
+  auto source = make("copy", setup(16, 32, 32, Split::train));
   std::set<std::size_t> lengths;
   for (const Batch& batch : read(*source, 16))
     for (int b = 0; b < batch.batch; ++b) lengths.insert(instance_of(batch, b).size());
@@ -346,7 +346,7 @@ TEST_CASE("training draws every size that fits in L", "[tasks]") {
 TEST_CASE("evaluation at 2x the training length uses only unseen lengths", "[tasks]") {
   for (const auto& name : kInstanceTasks) {
     INFO(name);
-    auto source = make(name, setup(16, 64, 32, true));
+    auto source = make(name, setup(16, 64, 32, Split::valid));
     std::set<std::size_t> lengths;
     for (const Batch& batch : read(*source, int(kTaskEvalBatches))) {
       check_instance_layout(batch);
@@ -357,7 +357,7 @@ TEST_CASE("evaluation at 2x the training length uses only unseen lengths", "[tas
     CHECK(lengths.size() >= 8);     // and they spread over the unseen range
   }
   // copy exactly: n = 16..31, all of them.
-  auto copy = make("copy", setup(16, 64, 32, true));
+  auto copy = make("copy", setup(16, 64, 32, Split::valid));
   std::set<std::size_t> lengths;
   for (const Batch& batch : read(*copy, int(kTaskEvalBatches)))
     for (int b = 0; b < batch.batch; ++b) lengths.insert(instance_of(batch, b).size());
@@ -367,7 +367,7 @@ TEST_CASE("evaluation at 2x the training length uses only unseen lengths", "[tas
 }
 
 TEST_CASE("evaluation at the training length draws as training does", "[tasks]") {
-  auto source = make("parity", setup(16, 16, 16, true));
+  auto source = make("parity", setup(16, 16, 16, Split::valid));
   std::set<std::size_t> lengths;
   for (const Batch& batch : read(*source, int(kTaskEvalBatches)))
     for (int b = 0; b < batch.batch; ++b) lengths.insert(instance_of(batch, b).size());
@@ -377,27 +377,27 @@ TEST_CASE("evaluation at the training length draws as training does", "[tasks]")
 }
 
 TEST_CASE("a setup a task cannot make is refused with a clear message", "[tasks]") {
-  CHECK_THROWS_WITH(make("copy", setup(2, 3, 3, false)),
+  CHECK_THROWS_WITH(make("copy", setup(2, 3, 3, Split::train)),
                     "task 'copy': no instance fits in a segment of 3 tokens: the smallest (size 1) "
                     "takes 4");
   // 4 keys: at most 12 tokens, all seen when training at 16: nothing unseen at 32.
-  CHECK_THROWS_WITH(make("assoc_recall", setup(2, 32, 16, true), {{"keys", std::int64_t(4)}}),
+  CHECK_THROWS_WITH(make("assoc_recall", setup(2, 32, 16, Split::valid), {{"keys", std::int64_t(4)}}),
                     Contains("task 'assoc_recall': evaluation at length 32 has no instance size "
                              "unseen in training (length 16)"));
   // One token longer than training: copy lengths are even, so nothing new fits.
-  CHECK_THROWS_WITH(make("copy", setup(2, 33, 32, true)), Contains("has no instance size unseen"));
-  TaskSetup small_vocab = setup(2, 16, 16, false);
+  CHECK_THROWS_WITH(make("copy", setup(2, 33, 32, Split::valid)), Contains("has no instance size unseen"));
+  TaskSetup small_vocab = setup(2, 16, 16, Split::train);
   small_vocab.vocab_size = 100;
   CHECK_THROWS_WITH(make("copy", small_vocab), Contains("model.vocab_size must be at least 125"));
-  CHECK_THROWS_WITH(make("induction", setup(2, 32, 32, false), {{"block", std::int64_t(1)}}),
+  CHECK_THROWS_WITH(make("induction", setup(2, 32, 32, Split::train), {{"block", std::int64_t(1)}}),
                     Contains("block must be 0 (4..8) or >= 2"));
-  CHECK_THROWS_WITH(make("copy", setup(0, 16, 16, false)), Contains("batch must be >= 1"));
+  CHECK_THROWS_WITH(make("copy", setup(0, 16, 16, Split::train)), Contains("batch must be >= 1"));
   // Options set in code (not through the config loader) are checked too.
-  CHECK_THROWS_WITH(make("copy", setup(2, 16, 16, false), {{"alphabet", std::int64_t(100)}}),
+  CHECK_THROWS_WITH(make("copy", setup(2, 16, 16, Split::train), {{"alphabet", std::int64_t(100)}}),
                     "task 'copy': option 'alphabet' = 100 is out of its range");
-  CHECK_THROWS_WITH(make("copy", setup(2, 16, 16, false), {{"alphabet", std::string("ab")}}),
+  CHECK_THROWS_WITH(make("copy", setup(2, 16, 16, Split::train), {{"alphabet", std::string("ab")}}),
                     "task 'copy': option 'alphabet' must be integer, got string");
-  CHECK_THROWS_WITH(make("copy", setup(2, 16, 16, false), {{"alphabt", std::int64_t(4)}}),
+  CHECK_THROWS_WITH(make("copy", setup(2, 16, 16, Split::train), {{"alphabt", std::int64_t(4)}}),
                     "task 'copy': has no option 'alphabt'");
 }
 
@@ -407,7 +407,7 @@ TEST_CASE("a setup a task cannot make is refused with a clear message", "[tasks]
 
 TEST_CASE("long_range: rows are streams continued across batches", "[tasks]") {
   const int B = 4, L = 16, T = 24;
-  auto source = make("long_range", setup(B, L, L, false));
+  auto source = make("long_range", setup(B, L, L, Split::train));
   const auto batches = read(*source, T);
   for (int t = 0; t < T; ++t) {
     const Batch& batch = batches[t];
@@ -428,7 +428,7 @@ TEST_CASE("long_range: every answer is the token G > L positions earlier in the 
     const int G = gap_option ? int(gap_option) : L * 3 / 2;  // default: 1.5 * train length
     INFO("G = " << G);
     CHECK(G > L);
-    auto source = make("long_range", setup(B, L, L, false), {{"gap", gap_option}});
+    auto source = make("long_range", setup(B, L, L, Split::train), {{"gap", gap_option}});
     const auto batches = read(*source, batches_read);
     long answers = 0, filler = 0, filler_equal = 0;
     for (int b = 0; b < B; ++b) {
@@ -461,8 +461,8 @@ TEST_CASE("long_range: every answer is the token G > L positions earlier in the 
 }
 
 TEST_CASE("long_range: a row's stream does not depend on the segment length", "[tasks]") {
-  auto short_segments = make("long_range", setup(2, 16, 16, true));
-  auto long_segments = make("long_range", setup(2, 32, 16, true));
+  auto short_segments = make("long_range", setup(2, 16, 16, Split::valid));
+  auto long_segments = make("long_range", setup(2, 32, 16, Split::valid));
   std::vector<std::int32_t> a, c;
   for (const Batch& batch : read(*short_segments, 4))
     a.insert(a.end(), batch.inputs.begin(), batch.inputs.begin() + 16);  // row 0
@@ -472,9 +472,9 @@ TEST_CASE("long_range: a row's stream does not depend on the segment length", "[
 }
 
 TEST_CASE("long_range: a gap not longer than the training segment is refused", "[tasks]") {
-  CHECK_THROWS_WITH(make("long_range", setup(2, 16, 16, false), {{"gap", std::int64_t(16)}}),
+  CHECK_THROWS_WITH(make("long_range", setup(2, 16, 16, Split::train), {{"gap", std::int64_t(16)}}),
                     Contains("gap (16) must be longer than the training segment (16)"));
-  CHECK_THROWS_WITH(make("long_range", setup(2, 16, 16, false),
+  CHECK_THROWS_WITH(make("long_range", setup(2, 16, 16, Split::train),
                          {{"gap", std::int64_t(20)}, {"block", std::int64_t(30)}}),
                     Contains("block (30) must not exceed gap (20)"));
 }
@@ -494,8 +494,8 @@ TEST_CASE("make_batch_source: lm streams the train or validation split", "[tasks
   cfg.data.path = path.string();
   cfg.data.valid_fraction = 0.1;  // the last 100 bytes
   cfg.train.batch_size = 2;
-  auto train = make_batch_source(cfg, false, 8, 1);
-  auto valid = make_batch_source(cfg, true, 8, 1);
+  auto train = make_batch_source(cfg, {Split::train, 8});
+  auto valid = make_batch_source(cfg, {Split::valid, 8});
   Batch t, v;
   train->next(t);
   valid->next(v);
@@ -506,7 +506,7 @@ TEST_CASE("make_batch_source: lm streams the train or validation split", "[tasks
   CHECK(valid->batches_per_pass() == (50 - 1) / 8);  // 100 valid bytes in 2 streams of 50
   std::filesystem::remove(path);
   // The split is cached: the file is gone, the source can still be made.
-  CHECK_NOTHROW(make_batch_source(cfg, true, 8, 1));
+  CHECK_NOTHROW(make_batch_source(cfg, {Split::valid, 8}));
 }
 
 TEST_CASE("make_batch_source: a generated task from the config", "[tasks]") {
@@ -514,8 +514,8 @@ TEST_CASE("make_batch_source: a generated task from the config", "[tasks]") {
   cfg.task.name = "reverse";
   cfg.train.batch_size = 3;
   cfg.train.seq_len = 16;
-  auto train = make_batch_source(cfg, false, 16, 5);
-  auto eval = make_batch_source(cfg, true, 32, 5);
+  auto train = make_batch_source(cfg, {Split::train, 16});
+  auto eval = make_batch_source(cfg, {Split::valid, 32});
   CHECK(train->batch() == 3);
   CHECK(eval->len() == 32);
   Batch batch;
@@ -524,10 +524,10 @@ TEST_CASE("make_batch_source: a generated task from the config", "[tasks]") {
   for (int b = 0; b < 3; ++b) CHECK(instance_of(batch, b).size() > 16);  // train_len = 16
 
   cfg.task.options = Options({{"alphabet", OptionValue(std::int64_t(2))}});
-  make_batch_source(cfg, false, 16, 5)->next(batch);
+  make_batch_source(cfg, {Split::train, 16})->next(batch);
   for (int b = 0; b < 3; ++b)
     for (char c : instance_of(batch, b)) CHECK(std::string("^|ab").find(c) != std::string::npos);
 
   cfg.task.name = "xyzzy";
-  CHECK_THROWS_WITH(make_batch_source(cfg, false, 16, 5), Contains("unknown task 'xyzzy'"));
+  CHECK_THROWS_WITH(make_batch_source(cfg, {Split::train, 16}), Contains("unknown task 'xyzzy'"));
 }

@@ -36,7 +36,7 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
   nlohmann::json row = {{"kind", kind}, {"factor", factor}, {"seq_len", seq_len},
                         {"mem_len", mem_len}};
   try {
-    auto source = make_batch_source(cfg, true, seq_len, cfg.train.seed + 1);
+    auto source = make_batch_source(cfg, {Split::valid, seq_len});
     const EvalResult r =
         evaluate(model, *source, cfg.eval.batches, mem_len, cfg.memory.continue_positions);
     row.update({{"loss", r.loss},
@@ -64,8 +64,8 @@ int run_train(const Config& cfg) {
   set_threads(cfg.train.threads);
   const int L = cfg.train.seq_len;
   // Everything that can fail on bad input happens before the run directory is created.
-  auto train_source = make_batch_source(cfg, false, L, cfg.train.seed);
-  auto valid_source = make_batch_source(cfg, true, L, cfg.train.seed + 1);
+  auto train_source = make_batch_source(cfg, {Split::train, L});
+  auto valid_source = make_batch_source(cfg, {Split::valid, L});
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   model.init(cfg.train.seed);
   double unigram = std::nan("");

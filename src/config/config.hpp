@@ -81,7 +81,7 @@ struct EvalConfig {
   // State reuse: also evaluate with memory train.seq_len * f for each f (segment train.seq_len).
   std::vector<double> memory_factors = {};
   int batches = 16;  // batches per setting of the final evaluation plan (0 = one whole pass;
-                     // a generated task's evaluation set is 16 batches, so at most 16)
+                     // a generated task's evaluation set is this many batches, 0 -> 16)
 };
 
 struct Config {

@@ -32,21 +32,29 @@ std::shared_ptr<const CorpusSplit> cached_split(const std::string& path, double 
 
 }  // namespace
 
-std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, bool evaluation, int len,
-                                               std::uint64_t seed) {
+std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSpec& spec) {
   if (cfg.task.name == "lm") {
     const auto split = cached_split(cfg.data.path, cfg.data.valid_fraction);
-    return std::make_unique<StreamBatcher>(evaluation ? split->valid : split->train,
-                                           cfg.train.batch_size, len);
+    if (spec.split == Split::test)
+      // TODO(corpus test split): read split->test once CorpusSplit has one (data.test_fraction).
+      throw std::runtime_error("the test split needs data.test_fraction > 0");
+    return std::make_unique<StreamBatcher>(spec.split == Split::train ? split->train
+                                                                      : split->valid,
+                                           cfg.train.batch_size, spec.len);
   }
   const TaskInfo* task = find_task(cfg.task.name);
   if (!task) throw std::runtime_error("unknown task '" + cfg.task.name + "' (see `poslab tasks`)");
   TaskSetup setup;
   setup.batch = cfg.train.batch_size;
-  setup.len = len;
+  setup.len = spec.len;
   setup.train_len = cfg.train.seq_len;
-  setup.evaluation = evaluation;
-  setup.seed = seed;
+  setup.split = spec.split;
+  setup.eval_batches = cfg.eval.batches > 0 ? cfg.eval.batches : int(kTaskEvalBatches);
+  setup.longer_than = spec.longer_than;
+  setup.gate = spec.gate;
+  // Evaluation keeps the seed it always had (train.seed + 1), so the valid split is the
+  // evaluation set of older runs; task_seed then separates valid from test.
+  setup.seed = spec.split == Split::train ? cfg.train.seed : cfg.train.seed + 1;
   setup.vocab_size = cfg.model.vocab_size;
   return task->make(cfg.task.options, setup);
 }
