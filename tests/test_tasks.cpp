@@ -420,11 +420,12 @@ TEST_CASE("assoc_recall, key_len 2: keys are distinct letter pairs", "[tasks]") 
 TEST_CASE("assoc_recall: key_len 1 keeps the single-letter layout (2n + 4)", "[tasks]") {
   auto source = make("assoc_recall", setup(4, 108, 108, Split::train));
   CHECK(sizes_of(*source).back() == 52);  // 52 distinct letters: at most 52 pairs, 108 tokens
-  auto two = make("assoc_recall", setup(4, 300, 300, Split::train), {{"key_len", std::int64_t(2)}});
+  auto two =
+      make("assoc_recall", setup(4, 300, 300, Split::train), {{"key_len", std::int64_t(2)}});
   CHECK(sizes_of(*two).back() == 98);     // 3n + 5 <= 300; 52^2 = 2704 keys would allow more
 }
 
-TEST_CASE("sort: the answer is the question sorted (a..z A..Z 0..9), all of it scored", "[tasks]") {
+TEST_CASE("sort: the answer is the question sorted (a..z A..Z 0..9), all scored", "[tasks]") {
   // Order by position in the symbol table, not by byte value ('A' < 'a' in ASCII).
   const std::string order(kSymbols, kSymbolCount);
   auto rank = [&](char c) { return order.find(c); };
@@ -437,7 +438,8 @@ TEST_CASE("sort: the answer is the question sorted (a..z A..Z 0..9), all of it s
           CHECK(int(s.size()) == 2 * int(question.size()) + 2);
           for (char c : question) CHECK(is_data_symbol(c, int(alphabet)));
           // Sorted, and the same multiset of symbols as the question.
-          for (std::size_t k = 1; k < answer.size(); ++k) CHECK(rank(answer[k - 1]) <= rank(answer[k]));
+          for (std::size_t k = 1; k < answer.size(); ++k)
+            CHECK(rank(answer[k - 1]) <= rank(answer[k]));
           std::string a = answer, q = question;
           std::sort(a.begin(), a.end());
           std::sort(q.begin(), q.end());
@@ -503,21 +505,27 @@ TEST_CASE("a setup a task cannot make is refused with a clear message", "[tasks]
                     "task 'copy': no instance fits in a segment of 3 tokens: the smallest (size 1) "
                     "takes 4");
   // 4 keys: at most 12 tokens, all seen when training at 16: nothing unseen at 32.
-  CHECK_THROWS_WITH(make("assoc_recall", setup(2, 32, 16, Split::valid), {{"keys", std::int64_t(4)}}),
+  CHECK_THROWS_WITH(
+      make("assoc_recall", setup(2, 32, 16, Split::valid), {{"keys", std::int64_t(4)}}),
                     Contains("task 'assoc_recall': evaluation at length 32 has no instance size "
                              "unseen in training (length 16)"));
   // One token longer than training: copy lengths are even, so nothing new fits.
-  CHECK_THROWS_WITH(make("copy", setup(2, 33, 32, Split::valid)), Contains("has no instance size unseen"));
+  CHECK_THROWS_WITH(make("copy", setup(2, 33, 32, Split::valid)),
+                    Contains("has no instance size unseen"));
   TaskSetup small_vocab = setup(2, 16, 16, Split::train);
   small_vocab.vocab_size = 100;
   CHECK_THROWS_WITH(make("copy", small_vocab), Contains("model.vocab_size must be at least 125"));
-  CHECK_THROWS_WITH(make("induction", setup(2, 32, 32, Split::train), {{"block", std::int64_t(1)}}),
+  CHECK_THROWS_WITH(
+      make("induction", setup(2, 32, 32, Split::train), {{"block", std::int64_t(1)}}),
                     Contains("block must be 0 (4..8) or >= 2"));
-  CHECK_THROWS_WITH(make("copy", setup(0, 16, 16, Split::train)), Contains("batch must be >= 1"));
+  CHECK_THROWS_WITH(make("copy", setup(0, 16, 16, Split::train)),
+                    Contains("batch must be >= 1"));
   // Options set in code (not through the config loader) are checked too.
-  CHECK_THROWS_WITH(make("copy", setup(2, 16, 16, Split::train), {{"alphabet", std::int64_t(100)}}),
+  CHECK_THROWS_WITH(
+      make("copy", setup(2, 16, 16, Split::train), {{"alphabet", std::int64_t(100)}}),
                     "task 'copy': option 'alphabet' = 100 is out of its range");
-  CHECK_THROWS_WITH(make("copy", setup(2, 16, 16, Split::train), {{"alphabet", std::string("ab")}}),
+  CHECK_THROWS_WITH(
+      make("copy", setup(2, 16, 16, Split::train), {{"alphabet", std::string("ab")}}),
                     "task 'copy': option 'alphabet' must be integer, got string");
   CHECK_THROWS_WITH(make("copy", setup(2, 16, 16, Split::train), {{"alphabt", std::int64_t(4)}}),
                     "task 'copy': has no option 'alphabt'");
@@ -529,9 +537,12 @@ TEST_CASE("a setup a task cannot make is refused with a clear message", "[tasks]
 
 // The length-generalization tasks of the study, and the options that give each a length axis.
 const std::vector<std::pair<std::string, std::map<std::string, OptionValue>>> kStudyTasks = {
-    {"copy", {}}, {"reverse", {}}, {"assoc_recall", {{"key_len", std::int64_t(2)}}}, {"sort", {}}};
+    {"copy", {}},
+    {"reverse", {}},
+    {"assoc_recall", {{"key_len", std::int64_t(2)}}},
+    {"sort", {}}};
 
-TEST_CASE("training draws are those of the code before splits (golden fingerprints)", "[tasks]") {
+TEST_CASE("training draws are those of the code before splits (golden records)", "[tasks]") {
   // Computed with the code of commit 4384017, before Split existed: TaskSetup{batch 8, len 32,
   // train_len 32, evaluation = false / true at len 64, seed 3}, default options, 6 batches.
   // Split::train must reproduce evaluation = false bit for bit (so training runs are unchanged),
@@ -700,14 +711,16 @@ TEST_CASE("the gate set holds only the top quarter of the training sizes", "[tas
 TEST_CASE("bands that cannot work are refused, naming the lengths", "[tasks]") {
   TaskSetup gate = setup(2, 16, 32, Split::valid);
   gate.gate = true;
-  CHECK_THROWS_WITH(make("copy", gate), Contains("its segment must be at least that long, got 16"));
+  CHECK_THROWS_WITH(make("copy", gate),
+                    Contains("its segment must be at least that long, got 16"));
   TaskSetup band = setup(2, 64, 32, Split::valid);
   band.longer_than = 64;
   CHECK_THROWS_WITH(make("copy", band),
                     "task 'copy': evaluation at length 64 has no instance size longer than 64: "
                     "the smallest longer one (size 32) takes 66 tokens");
   band.longer_than = 16;
-  CHECK_THROWS_WITH(make("copy", band), Contains("longer_than = 16 is below the training length 32"));
+  CHECK_THROWS_WITH(make("copy", band),
+                    Contains("longer_than = 16 is below the training length 32"));
   // key_len 1: at most 52 pairs (108 tokens), so 8x of 32 has nothing beyond 4x.
   band = setup(2, 256, 32, Split::valid);
   band.longer_than = 128;
@@ -815,7 +828,8 @@ TEST_CASE("long_range: a row's stream does not depend on the segment length", "[
 }
 
 TEST_CASE("long_range: a gap not longer than the training segment is refused", "[tasks]") {
-  CHECK_THROWS_WITH(make("long_range", setup(2, 16, 16, Split::train), {{"gap", std::int64_t(16)}}),
+  CHECK_THROWS_WITH(
+      make("long_range", setup(2, 16, 16, Split::train), {{"gap", std::int64_t(16)}}),
                     Contains("gap (16) must be longer than the training segment (16)"));
   CHECK_THROWS_WITH(make("long_range", setup(2, 16, 16, Split::train),
                          {{"gap", std::int64_t(20)}, {"block", std::int64_t(30)}}),
@@ -889,5 +903,6 @@ TEST_CASE("make_batch_source: a generated task from the config", "[tasks]") {
   CHECK(same(read(*valid, 1)[0], read(*reference, 1)[0]));
 
   cfg.task.name = "xyzzy";
-  CHECK_THROWS_WITH(make_batch_source(cfg, {Split::train, 16}), Contains("unknown task 'xyzzy'"));
+  CHECK_THROWS_WITH(make_batch_source(cfg, {Split::train, 16}),
+                    Contains("unknown task 'xyzzy'"));
 }

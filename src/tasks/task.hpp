@@ -8,9 +8,9 @@
 // Two kinds of task:
 //   independent sequences (copy, reverse, assoc_recall, induction, parity, sort): each row of a
 //     batch is one instance, left-aligned and padded; every batch starts afresh (first_of_pass).
-//     These test LENGTH GENERALIZATION: evaluated at a segment longer than the training one, they use
-//     only instance sizes never seen in training, and an evaluation set never holds the same
-//     instance twice (see instance_batcher.hpp).
+//     These test LENGTH GENERALIZATION: evaluated at a segment longer than the training one,
+//     they use only instance sizes never seen in training, and an evaluation set never holds the
+//     same instance twice (see instance_batcher.hpp).
 //   a stream (long_range): each row is one endless stream continued from batch to batch, whose
 //     answers can only be predicted from a previous segment. It tests STATE REUSE (memory).
 //
@@ -45,7 +45,7 @@ struct TaskSetup {
   int len = 64;          // L: segment length of the batches to produce
   int train_len = 64;    // the training segment length: the instance sizes seen in training
   // train: endless batches for learning; valid / test: a fixed evaluation set (reset() repeats
-  // it), drawn from a stream of its own (task_seed), so valid and test never share a draw.
+  // it). Each split draws from a random stream of its own (task_seed).
   Split split = Split::train;
   int eval_batches = 16;  // an evaluation set (split valid/test) is this many batches
   // Evaluation at len > train_len: only instances whose length is > longer_than (0 = train_len).
