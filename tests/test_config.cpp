@@ -400,7 +400,7 @@ TEST_CASE("a task's options get their defaults", "[config][task]") {
 TEST_CASE("an unknown task lists the registered ones", "[config][task][errors]") {
   CHECK_THROWS_WITH(load("[task]\nname = \"cpy\"\n"),
                     "quick.toml:2: unknown task 'cpy' (did you mean 'copy'?); registered tasks: lm, "
-                    "copy, reverse, assoc_recall, induction, parity, long_range");
+                    "copy, reverse, assoc_recall, induction, parity, long_range, sort");
   CHECK_THROWS_WITH(load("[task]\nname = 3\n"),
                     "quick.toml:2: task.name: expected a string, got an integer");
   CHECK_THROWS_WITH(load("", {"task.name=revrese"}),

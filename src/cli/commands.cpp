@@ -6,11 +6,17 @@
 #include <cmath>
 #include <iomanip>
 #include <iostream>
+#include <memory>
+#include <utility>
 
 #include "config/load.hpp"
+#include "core/memory_usage.hpp"
+#include "core/provenance.hpp"
 #include "core/blas.hpp"
 #include "data/corpus.hpp"
+#include "data/ngram_baseline.hpp"
 #include "model/transformer.hpp"
+#include "tasks/instance_batcher.hpp"
 #include "tasks/make_source.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
@@ -25,83 +31,166 @@ CorpusSplit load_data(const Config& cfg) {
   return load_corpus(cfg.data);
 }
 
+// The held-out tokens the final evaluation reads (eval.split).
+const std::vector<std::int32_t>& evaluation_tokens(const CorpusSplit& data, const Config& cfg) {
+  return cfg.eval.split == "test" ? data.test : data.valid;
+}
 
+// One setting of the evaluation plan (see run_train): which data, at which length and memory.
+struct EvalSetting {
+  std::string kind;     // "main", "gate", "length" or "memory"
+  double factor = 1.0;  // of train.seq_len (length) or of the memory (memory)
+  int seq_len = 0;
+  int mem_len = 0;
+  int longer_than = 0;  // tasks, "length": only instances longer than this (0 = train.seq_len)
+  bool gate = false;    // tasks: only the largest training sizes
+};
 
-// One evaluation setting of a run's plan: "main" (as configured), "length" (segment
-// train.seq_len * factor) or "memory" (memory train.seq_len * factor). A setting the model cannot
-// run (a learned table too short for the length) is recorded with its error, not dropped.
+// The batches of one evaluation setting, from the split eval.split, eval.batch_size rows each.
+std::unique_ptr<BatchSource> evaluation_source(const Config& cfg, const EvalSetting& s) {
+  Config rows = cfg;
+  if (cfg.eval.batch_size > 0) rows.train.batch_size = cfg.eval.batch_size;
+  SourceSpec spec;
+  spec.split = cfg.eval.split == "test" ? Split::test : Split::valid;
+  spec.len = s.seq_len;
+  spec.longer_than = s.longer_than;
+  spec.gate = s.gate;
+  return make_batch_source(rows, spec);
+}
+
+// Wilson's 95% interval for a proportion of `n` trials (exact match over instances): the
+// sampling error of one run's evaluation, to set beside the spread over seeds.
+std::pair<double, double> wilson_interval(double p, long n) {
+  if (n <= 0) return {0.0, 1.0};
+  const double z = 1.959963984540054, z2 = z * z, nn = double(n);
+  const double centre = (p + z2 / (2 * nn)) / (1 + z2 / nn);
+  const double half = z * std::sqrt(p * (1 - p) / nn + z2 / (4 * nn * nn)) / (1 + z2 / nn);
+  return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
+}
+
+// Evaluates one setting. A setting the model cannot run (a learned table too short for the
+// length) is recorded with its error, not dropped. peak_memory_mb is the peak resident memory of
+// the process during this setting alone.
 nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
-                                const std::string& kind, double factor, int seq_len,
-                                int mem_len) {
-  nlohmann::json row = {{"kind", kind}, {"factor", factor}, {"seq_len", seq_len},
-                        {"mem_len", mem_len}};
+                                const EvalSetting& s) {
+  nlohmann::json row = {{"kind", s.kind}, {"factor", s.factor}, {"seq_len", s.seq_len},
+                        {"mem_len", s.mem_len}, {"split", cfg.eval.split}};
   try {
-    auto source = make_batch_source(cfg, true, seq_len, cfg.train.seed + 1);
+    auto source = evaluation_source(cfg, s);
+    reset_peak_memory();
     const EvalResult r =
-        evaluate(model, *source, cfg.eval.batches, mem_len, cfg.memory.continue_positions);
+        evaluate(model, *source, cfg.eval.batches, s.mem_len, cfg.memory.continue_positions);
+    const auto [low, high] = wilson_interval(r.exact_match, r.rows);
     row.update({{"loss", r.loss},
                 {"accuracy", r.accuracy},
                 {"exact_match", r.exact_match},
+                {"exact_match_ci_low", low},
+                {"exact_match_ci_high", high},
+                {"instances", r.rows},
                 {"tokens", r.tokens},
+                {"peak_memory_mb", double(peak_memory_bytes()) / (1 << 20)},
                 {"loss_by_position", r.loss_by_position}});
-    std::cout << std::fixed << std::setprecision(4) << "eval " << std::setw(6) << kind
-              << " x" << std::setprecision(2) << factor << std::setprecision(4) << ": segment "
-              << seq_len << ", memory " << mem_len << " | loss " << r.loss << " | accuracy "
+    std::cout << std::fixed << std::setprecision(4) << "eval " << std::setw(6) << s.kind
+              << " x" << std::setprecision(2) << s.factor << std::setprecision(4) << ": segment "
+              << s.seq_len << ", memory " << s.mem_len << " | loss " << r.loss << " | accuracy "
               << std::setprecision(3) << r.accuracy << " | exact match " << r.exact_match
-              << " | " << r.tokens << " scored tokens\n";
+              << " over " << r.rows << " rows | " << r.tokens << " scored tokens" << std::endl;
   } catch (const std::exception& e) {
     row["error"] = e.what();
     row["loss"] = nullptr;
-    std::cout << "eval " << kind << " x" << factor << ": segment " << seq_len << ", memory "
-              << mem_len << " | not possible: " << e.what() << "\n";
+    std::cout << "eval " << s.kind << " x" << s.factor << ": segment " << s.seq_len
+              << ", memory " << s.mem_len << " | not possible: " << e.what() << std::endl;
   }
   return row;
+}
+
+// The evaluation plan of a run:
+//   main    as configured (eval.seq_len, eval.mem_len)
+//   gate    tasks of independent sequences: the largest instance sizes seen in training
+//   length  segment train.seq_len * f for each length factor, with the trained memory. For a
+//           task, each factor tests only instances longer than those of the factor before it
+//           (factors taken in increasing order), so no two factors test the same sizes.
+//   memory  memory train.seq_len * f for each memory factor, segment train.seq_len
+std::vector<EvalSetting> evaluation_plan(const Config& cfg, bool independent_rows) {
+  const int L = cfg.train.seq_len;
+  std::vector<EvalSetting> plan;
+  plan.push_back({.kind = "main",
+                  .seq_len = cfg.eval.seq_len > 0 ? cfg.eval.seq_len : L,
+                  .mem_len = cfg.eval.mem_len >= 0 ? cfg.eval.mem_len : cfg.memory.mem_len});
+  if (independent_rows)
+    plan.push_back({.kind = "gate", .seq_len = L, .mem_len = cfg.memory.mem_len, .gate = true});
+  std::vector<double> factors = cfg.eval.length_factors;
+  std::sort(factors.begin(), factors.end());
+  int longest_so_far = L;
+  for (double f : factors) {
+    const int len = int(std::lround(L * f));
+    plan.push_back({.kind = "length", .factor = f, .seq_len = len, .mem_len = cfg.memory.mem_len,
+                    .longer_than = longest_so_far});
+    longest_so_far = std::max(longest_so_far, len);
+  }
+  for (double f : cfg.eval.memory_factors)
+    plan.push_back({.kind = "memory", .factor = f, .seq_len = L,
+                    .mem_len = int(std::lround(L * f))});
+  return plan;
 }
 
 }  // namespace
 
 int run_train(const Config& cfg) {
-  set_threads(cfg.train.threads);
+  const std::string started = utc_now();
+  const std::string threads_from = set_threads(cfg.train.threads);
   const int L = cfg.train.seq_len;
   // Everything that can fail on bad input happens before the run directory is created.
-  auto train_source = make_batch_source(cfg, false, L, cfg.train.seed);
-  auto valid_source = make_batch_source(cfg, true, L, cfg.train.seed + 1);
+  auto train_source = make_batch_source(cfg, SourceSpec{.split = Split::train, .len = L});
+  auto valid_source = make_batch_source(cfg, SourceSpec{.split = Split::valid, .len = L});
+  const bool independent_rows = dynamic_cast<const InstanceBatcher*>(train_source.get()) != nullptr;
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   model.init(cfg.train.seed);
-  double unigram = std::nan("");
+  double unigram = std::nan(""), bigram = std::nan("");
+  std::string corpus_description;
   if (cfg.task.name == "lm") {
     const CorpusSplit data = load_data(cfg);
-    unigram = unigram_cross_entropy(data.train, data.valid, cfg.model.vocab_size);
-    std::cout << describe_corpus(data) << "\n";
+    const std::vector<std::int32_t>& held_out = evaluation_tokens(data, cfg);
+    if (held_out.empty())
+      throw std::runtime_error("eval.split = \"" + cfg.eval.split + "\" but the corpus " +
+                               cfg.data.path + " has no such split (set data.test_fraction)");
+    unigram = unigram_cross_entropy(data.train, held_out, cfg.model.vocab_size);
+    bigram = bigram_cross_entropy(data.train, held_out, cfg.model.vocab_size);
+    corpus_description = describe_corpus(data);
   }
 
   RunDirectory run = RunDirectory::create(cfg.out_dir);
   run.write_text("config.toml", config_to_toml(cfg));
+  const Provenance provenance = collect_provenance(threads_from);
   std::cout << "poslab train: " << model.arena().count() << " parameters, task '"
             << cfg.task.name << "', encoding '" << cfg.encoding.type << "', memory "
-            << cfg.memory.mem_len << "\n  writing to " << run.path().string() << "\n";
+            << cfg.memory.mem_len << "\n  writing to " << run.path().string() << "\n  poslab "
+            << provenance.poslab_version << " at " << provenance.commit << ", "
+            << provenance.threads << " threads (" << provenance.threads_from << ")\n";
+  if (!corpus_description.empty()) std::cout << "  " << corpus_description << "\n";
 
   MetricsLog metrics = run.metrics(training_metrics_columns());
   const TrainReport report =
       train_model(model, cfg, *train_source, valid_source.get(), &metrics, std::cout);
 
-  // The evaluation plan: the main setting, then every length and memory factor.
-  const int main_len = cfg.eval.seq_len > 0 ? cfg.eval.seq_len : L;
-  const int main_mem = cfg.eval.mem_len >= 0 ? cfg.eval.mem_len : cfg.memory.mem_len;
   nlohmann::json evaluations = nlohmann::json::array();
-  evaluations.push_back(evaluate_setting(model, cfg, "main", 1.0, main_len, main_mem));
-  for (double f : cfg.eval.length_factors)
-    evaluations.push_back(
-        evaluate_setting(model, cfg, "length", f, int(std::lround(L * f)), cfg.memory.mem_len));
-  for (double f : cfg.eval.memory_factors)
-    evaluations.push_back(
-        evaluate_setting(model, cfg, "memory", f, L, int(std::lround(L * f))));
+  for (const EvalSetting& setting : evaluation_plan(cfg, independent_rows))
+    evaluations.push_back(evaluate_setting(model, cfg, setting));
+
+  // The in-distribution gate: did the model learn what it was trained on?
+  nlohmann::json gate = nullptr;
+  for (const nlohmann::json& e : evaluations)
+    if (e["kind"] == "gate" && e["loss"].is_number())
+      gate = e["exact_match"].get<double>() >= cfg.eval.gate_threshold;
+  if (!std::isnan(bigram) && evaluations[0]["loss"].is_number())
+    gate = evaluations[0]["loss"].get<double>() < bigram;
 
   save_checkpoint(run.path(), model.arena());
   const nlohmann::json& main_eval = evaluations[0];
   nlohmann::json result = {{"loss", main_eval["loss"]},
                            {"accuracy", main_eval.value("accuracy", 0.0)},
                            {"exact_match", main_eval.value("exact_match", 0.0)},
+                           {"in_distribution_ok", gate},
                            {"train_loss", report.final_train_loss},
                            {"train_tokens_per_second", report.tokens_per_second},
                            {"train_seconds", report.seconds},
@@ -109,15 +198,28 @@ int run_train(const Config& cfg) {
                            {"parameters", model.arena().count()},
                            {"encoding", cfg.encoding.type},
                            {"task", cfg.task.name},
-                           {"evaluations", evaluations}};
+                           {"evaluations", evaluations},
+                           {"provenance",
+                            {{"poslab_version", provenance.poslab_version},
+                             {"commit", provenance.commit},
+                             {"compiler", provenance.compiler},
+                             {"flags", provenance.flags},
+                             {"blas", provenance.blas},
+                             {"threads", provenance.threads},
+                             {"threads_from", provenance.threads_from},
+                             {"host", provenance.host},
+                             {"started", started},
+                             {"finished", utc_now()}}}};
   if (!std::isnan(unigram)) result["unigram_loss"] = unigram;
+  if (!std::isnan(bigram)) result["bigram_loss"] = bigram;
+  if (!corpus_description.empty()) result["corpus"] = corpus_description;
   run.write_json("eval.json", result);  // written last: marks the run as finished
   if (!std::isnan(unigram) && main_eval["loss"].is_number())
-    std::cout << std::fixed << std::setprecision(4) << "validation loss "
-              << main_eval["loss"].get<double>() << " nats/byte = "
+    std::cout << std::fixed << std::setprecision(4) << "evaluation loss ("
+              << cfg.eval.split << ") " << main_eval["loss"].get<double>() << " nats/byte = "
               << main_eval["loss"].get<double>() / std::log(2.0)
-              << " bits/byte; unigram baseline " << unigram << " nats/byte = "
-              << unigram / std::log(2.0) << " bits/byte (a model that ignores context)\n";
+              << " bits/byte; unigram baseline " << unigram << ", bigram baseline " << bigram
+              << " nats/byte\n";
   std::cout << "trained " << report.steps << " steps in " << std::setprecision(1)
             << report.seconds << " s (" << std::setprecision(0) << report.tokens_per_second
             << " tokens/s)\n";
@@ -134,7 +236,8 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
   // Defaults: the run's own main evaluation setting.
   const int L = seq_len > 0 ? seq_len : (cfg.eval.seq_len > 0 ? cfg.eval.seq_len : cfg.train.seq_len);
   const int M = mem_len >= 0 ? mem_len : (cfg.eval.mem_len >= 0 ? cfg.eval.mem_len : cfg.memory.mem_len);
-  const nlohmann::json result = evaluate_setting(model, cfg, "main", 1.0, L, M);
+  const nlohmann::json result =
+      evaluate_setting(model, cfg, EvalSetting{.kind = "main", .seq_len = L, .mem_len = M});
   const std::string name = "eval_L" + std::to_string(L) + "_M" + std::to_string(M) + ".json";
   run.write_json(name, result);
   std::cout << "wrote " << run.file(name).string() << "\n";

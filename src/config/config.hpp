@@ -97,7 +97,7 @@ struct EvalConfig {
   // State reuse: also evaluate with memory train.seq_len * f for each f (segment train.seq_len).
   std::vector<double> memory_factors = {};
   int batches = 16;  // batches per setting of the final evaluation plan (0 = one whole pass;
-                     // a generated task's evaluation set is 16 batches, so at most 16)
+                     // a generated task's evaluation set is this many batches, 0 -> 16)
   // Which held-out data the final evaluation plan reads: "valid" while choosing settings,
   // "test" (a corpus' test split, a task's test draw) only for final results.
   std::string split = "valid";

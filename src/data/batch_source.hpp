@@ -7,6 +7,23 @@
 
 namespace poslab {
 
+// What a set of batches is for. The three are different random draws (tasks) or different parts
+// of the corpus (lm), so that nothing tuned on `valid` leaks into the numbers reported on `test`:
+//   train  the endless stream the model learns from
+//   valid  a fixed set used while developing and tuning (evaluations during training, sweeps)
+//   test   a fixed set read only for final results
+enum class Split { train, valid, test };
+
+// "train", "valid", "test": for messages and result files.
+inline const char* split_name(Split split) {
+  switch (split) {
+    case Split::train: return "train";
+    case Split::valid: return "valid";
+    case Split::test: return "test";
+  }
+  return "?";
+}
+
 // One batch of B rows of L tokens. The caller owns it and passes it to next() again and again;
 // once the vectors have their size, refilling it allocates nothing.
 struct Batch {

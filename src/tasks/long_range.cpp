@@ -25,6 +25,10 @@
 // restarted every segment see the source and the query with unrelated position codes
 // (Dai et al. 2019's argument for relative positions under state reuse).
 //
+// Evaluation sets (valid, test) are the first eval_batches batches of their streams. Instances
+// are not made distinct (a stream has none), and longer_than does not apply (no instance sizes);
+// gate is refused.
+//
 // Options: gap (default 0 = 1.5 * the training length, so L < G < L + M for any memory
 // M > L / 2), block m (default 8), alphabet.
 #include <algorithm>
@@ -41,6 +45,8 @@ class LongRange : public BatchSource {
   LongRange(const Options& o, const TaskSetup& s)
       : setup_(s), alphabet_(int(o.get_int("alphabet"))), block_(int(o.get_int("block"))) {
     check_task_setup("long_range", s);
+    if (s.gate)
+      task_error("long_range", "is a stream: it has no instance sizes, so no gate set");
     const std::int64_t gap = o.get_int("gap");
     gap_ = gap ? int(gap) : s.train_len * 3 / 2;
     if (gap_ <= s.train_len)
@@ -59,7 +65,7 @@ class LongRange : public BatchSource {
   int gap() const { return gap_; }
 
   bool next(Batch& out) override {
-    if (setup_.evaluation && index_ == kTaskEvalBatches) reset();  // a fixed set: wrap around
+    if (setup_.evaluation() && index_ == setup_.eval_batches) reset();  // a fixed set: wrap around
     const int B = setup_.batch, L = setup_.len;
     out.resize(B, L, true);
     out.start = index_ * L;
@@ -92,11 +98,11 @@ class LongRange : public BatchSource {
 
   // Evaluation: the same streams again (reseed). Training: new streams, the Rngs continue.
   void reset() override {
-    if (setup_.evaluation) seed_rows();
+    if (setup_.evaluation()) seed_rows();
     start_streams();
   }
 
-  std::int64_t batches_per_pass() const override { return kTaskEvalBatches; }
+  std::int64_t batches_per_pass() const override { return setup_.eval_batches; }
   int batch() const override { return setup_.batch; }
   int len() const override { return setup_.len; }
 
@@ -114,7 +120,7 @@ class LongRange : public BatchSource {
 
   // Row b's Rng: the b-th split of the task's seed.
   void seed_rows() {
-    Rng base(task_seed(setup_.seed, setup_.evaluation));
+    Rng base(task_seed(setup_.seed, setup_.split));
     for (Row& row : rows_) row.rng = base.split();
   }
 

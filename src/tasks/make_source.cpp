@@ -37,21 +37,32 @@ std::shared_ptr<const CorpusSplit> cached_split(const DataConfig& data) {
 
 }  // namespace
 
-std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, bool evaluation, int len,
-                                               std::uint64_t seed) {
+std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSpec& spec) {
   if (cfg.task.name == "lm") {
     const auto split = cached_split(cfg.data);
-    return std::make_unique<StreamBatcher>(evaluation ? split->valid : split->train,
-                                           cfg.train.batch_size, len);
+    const std::vector<std::int32_t>& tokens =
+        spec.split == Split::train ? split->train
+        : spec.split == Split::valid ? split->valid
+                                     : split->test;
+    if (tokens.empty())
+      throw std::runtime_error(std::string("the corpus ") + cfg.data.path + " has no " +
+                               split_name(spec.split) + " split (set data." +
+                               (spec.split == Split::test ? "test" : "valid") + "_fraction > 0)");
+    return std::make_unique<StreamBatcher>(tokens, cfg.train.batch_size, spec.len);
   }
   const TaskInfo* task = find_task(cfg.task.name);
   if (!task) throw std::runtime_error("unknown task '" + cfg.task.name + "' (see `poslab tasks`)");
   TaskSetup setup;
   setup.batch = cfg.train.batch_size;
-  setup.len = len;
+  setup.len = spec.len;
   setup.train_len = cfg.train.seq_len;
-  setup.evaluation = evaluation;
-  setup.seed = seed;
+  setup.split = spec.split;
+  setup.eval_batches = cfg.eval.batches > 0 ? cfg.eval.batches : int(kTaskEvalBatches);
+  setup.longer_than = spec.longer_than;
+  setup.gate = spec.gate;
+  // Evaluation keeps the seed it always had (train.seed + 1), so the valid split is the
+  // evaluation set of older runs; task_seed then separates valid from test.
+  setup.seed = spec.split == Split::train ? cfg.train.seed : cfg.train.seed + 1;
   setup.vocab_size = cfg.model.vocab_size;
   return task->make(cfg.task.options, setup);
 }

@@ -1,11 +1,11 @@
 // The one place that turns a Config into batches: the training stream and every evaluation set,
 // for the text corpus ("lm") and for the generated tasks alike.
 //
-//   auto train = make_batch_source(cfg, false, cfg.train.seq_len, cfg.train.seed);
-//   auto valid = make_batch_source(cfg, true, 2 * cfg.train.seq_len, cfg.train.seed);
+//   auto train = make_batch_source(cfg, {Split::train, cfg.train.seq_len});
+//   auto valid = make_batch_source(cfg, {Split::valid, 2 * cfg.train.seq_len});
+//   auto gate  = make_batch_source(cfg, {Split::test, cfg.train.seq_len, 0, true});
 #pragma once
 
-#include <cstdint>
 #include <memory>
 
 #include "config/config.hpp"
@@ -13,16 +13,26 @@
 
 namespace poslab {
 
-// Batches of B = cfg.train.batch_size rows of `len` tokens.
+// Which batches to make.
+struct SourceSpec {
+  Split split = Split::train;
+  int len = 0;           // segment length
+  int longer_than = 0;   // tasks, evaluation: see TaskSetup
+  bool gate = false;     // tasks, evaluation: see TaskSetup
+};
+
+// Batches of B = cfg.train.batch_size rows of spec.len tokens.
 //   task "lm":  a StreamBatcher over the corpus of cfg.data.path, split by data.valid_fraction:
-//               the train split (evaluation = false) or the validation split (true). `seed` is
-//               not used (a corpus is read in order). The split is read once per process and
-//               path and kept (a static cache), so repeated evaluations do not read it again.
+//               the train split or the validation split (Split::test is not available yet and
+//               throws). longer_than and gate do not apply. The split is read once per process
+//               and path and kept (a static cache), so repeated evaluations do not read it again.
 //   otherwise:  the generated task cfg.task.name with cfg.task.options (missing options take
-//               their defaults), train_len = cfg.train.seq_len, vocab = cfg.model.vocab_size.
+//               their defaults), train_len = cfg.train.seq_len, vocab = cfg.model.vocab_size,
+//               seed cfg.train.seed for training and cfg.train.seed + 1 for evaluation (valid and
+//               test are then different draws through task_seed), eval_batches = cfg.eval.batches
+//               (0 -> kTaskEvalBatches).
 // Throws std::runtime_error for an unknown task, an unreadable corpus, or a setup the task
 // cannot make (see tasks/task.hpp).
-std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, bool evaluation, int len,
-                                               std::uint64_t seed);
+std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSpec& spec);
 
 }  // namespace poslab

@@ -14,11 +14,12 @@ TaskInfo assoc_recall_task_info();
 TaskInfo induction_task_info();
 TaskInfo parity_task_info();
 TaskInfo long_range_task_info();
+TaskInfo sort_task_info();
 
 const std::vector<TaskInfo>& registered_tasks() {
   static const std::vector<TaskInfo> all = {
       lm_task_info(),        copy_task_info(),   reverse_task_info(),    assoc_recall_task_info(),
-      induction_task_info(), parity_task_info(), long_range_task_info(),
+      induction_task_info(), parity_task_info(), long_range_task_info(), sort_task_info(),
   };
   return all;
 }
@@ -54,12 +55,29 @@ std::unique_ptr<BatchSource> TaskInfo::make(const Options& opts, const TaskSetup
   return factory(full, s);
 }
 
-std::uint64_t task_seed(std::uint64_t seed, bool evaluation) {
-  // splitmix64 (Steele et al.): a bijective mix, so different inputs give different seeds.
-  std::uint64_t z = seed * 2 + (evaluation ? 1 : 0) + 0x9E3779B97F4A7C15ULL;
+namespace {
+
+// splitmix64's finalizer (Steele et al.): a bijection on 64-bit integers that scatters its input.
+std::uint64_t splitmix64(std::uint64_t z) {
+  z += 0x9E3779B97F4A7C15ULL;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
   return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::uint64_t task_seed(std::uint64_t seed, Split split) {
+  // train -> mix(2 seed), valid -> mix(2 seed + 1): exactly the seeds of the days before splits
+  // (evaluation = false / true). These two already cover every 64-bit input, so the test seed
+  // mixes the valid one a second time with a constant of its own: a different stream, which
+  // meets some seed's train or valid stream only by a 64-bit coincidence.
+  switch (split) {
+    case Split::train: return splitmix64(seed * 2);
+    case Split::valid: return splitmix64(seed * 2 + 1);
+    case Split::test: return splitmix64(splitmix64(seed * 2 + 1) ^ 0x7E57'5E7D'7E57'5E7DULL);
+  }
+  return 0;
 }
 
 void task_error(const std::string& task, const std::string& what) {
@@ -71,6 +89,14 @@ void check_task_setup(const std::string& task, const TaskSetup& s) {
   if (s.len < 1) task_error(task, "segment length must be >= 1, got " + std::to_string(s.len));
   if (s.train_len < 1)
     task_error(task, "training length must be >= 1, got " + std::to_string(s.train_len));
+  if (s.evaluation() && s.eval_batches < 1)
+    task_error(task, "an evaluation set needs eval_batches >= 1, got " +
+                         std::to_string(s.eval_batches));
+  if (s.longer_than < 0)
+    task_error(task, "longer_than must be >= 0, got " + std::to_string(s.longer_than));
+  if (!s.evaluation() && (s.gate || s.longer_than > 0))
+    task_error(task, "gate and longer_than choose the instances of an evaluation set; a "
+                     "training source (split train) draws every size that fits");
   if (s.vocab_size <= kLargestTaskToken)
     task_error(task, "its tokens are printable bytes up to " + std::to_string(kLargestTaskToken) +
                          " ('|'), so model.vocab_size must be at least " +

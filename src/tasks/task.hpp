@@ -6,16 +6,19 @@
 // accuracy of a run measure exactly the skill the task is about.
 //
 // Two kinds of task:
-//   independent sequences (copy, reverse, assoc_recall, induction, parity): each row of a batch is
-//     one instance, left-aligned and padded; every batch starts afresh (first_of_pass). These
-//     test LENGTH GENERALIZATION: evaluated at a segment longer than the training one, they use
-//     only instance sizes never seen in training (see instance_batcher.hpp).
+//   independent sequences (copy, reverse, assoc_recall, induction, parity, sort): each row of a
+//     batch is one instance, left-aligned and padded; every batch starts afresh (first_of_pass).
+//     These test LENGTH GENERALIZATION: evaluated at a segment longer than the training one,
+//     they use only instance sizes never seen in training, and an evaluation set never holds the
+//     same instance twice (see instance_batcher.hpp).
 //   a stream (long_range): each row is one endless stream continued from batch to batch, whose
 //     answers can only be predicted from a previous segment. It tests STATE REUSE (memory).
 //
 // "lm" is listed here too, so that `poslab tasks` and the config loader know it, but it is the
 // text corpus of [data], not a generated task: build it with make_batch_source
 // (tasks/make_source.hpp), which reads the corpus. Its registry factory throws and says so.
+//
+// Every task makes three splits from one seed (train, valid, test: data/batch_source.hpp).
 //
 // Adding a task: write src/tasks/NAME.cpp with a NAME_task_info() and add it to task.cpp.
 #pragma once
@@ -31,19 +34,33 @@
 
 namespace poslab {
 
+// An evaluation source (split valid or test) is a fixed set of eval_batches batches, by default
+// this many; reset() (and reading past the end) starts it again from the first. A training
+// source never repeats, and reports eval_batches as its batches_per_pass() too.
+constexpr std::int64_t kTaskEvalBatches = 16;
+
 // Everything a task needs to know to make its batches, besides its own options.
 struct TaskSetup {
   int batch = 16;        // B: rows per batch
   int len = 64;          // L: segment length of the batches to produce
   int train_len = 64;    // the training segment length: the instance sizes seen in training
-  bool evaluation = false;  // a fixed evaluation set (reset() repeats it), or training (endless)
+  // train: endless batches for learning; valid / test: a fixed evaluation set (reset() repeats
+  // it). Each split draws from a random stream of its own (task_seed).
+  Split split = Split::train;
+  int eval_batches = 16;  // an evaluation set (split valid/test) is this many batches
+  // Evaluation at len > train_len: only instances whose length is > longer_than (0 = train_len).
+  // A length-generalization study sets it to the previous factor's len, so that each factor
+  // tests instances longer than every instance of the factor before (instance_batcher.hpp).
+  int longer_than = 0;
+  // Evaluation: only the largest instance sizes seen in training (the top quarter of the sizes
+  // that fit in train_len; len must be >= train_len). Exact match on these is the gate "did the
+  // model learn the task at all", not carried by short easy instances.
+  bool gate = false;
   std::uint64_t seed = 1;
   int vocab_size = 256;  // the model's: every token a task writes must be below it
-};
 
-// An evaluation source is a fixed set of this many batches; reset() (and reading past the end)
-// starts it again from the first. A training source never repeats, and reports this number too.
-constexpr std::int64_t kTaskEvalBatches = 16;
+  bool evaluation() const { return split != Split::train; }
+};
 
 using TaskFactory =
     std::function<std::unique_ptr<BatchSource>(const Options&, const TaskSetup&)>;
@@ -65,10 +82,11 @@ const std::vector<TaskInfo>& registered_tasks();
 // nullptr if there is no task of that name.
 const TaskInfo* find_task(const std::string& name);
 
-// The seed a task's random generator starts from: the run's seed, mixed (splitmix64) with
-// whether this is an evaluation set, so that training batches and evaluation batches made from
-// the same seed are different draws.
-std::uint64_t task_seed(std::uint64_t seed, bool evaluation);
+// The seed a task's random generator starts from: the run's seed, mixed (splitmix64) with the
+// split, so that training, validation and test batches made from the same seed are three
+// different draws. (train and valid give the seeds that `evaluation = false / true` gave before
+// splits existed, so older runs are reproduced bit for bit.)
+std::uint64_t task_seed(std::uint64_t seed, Split split);
 
 // Throws std::runtime_error("task 'NAME': WHAT"). For the task implementations.
 [[noreturn]] void task_error(const std::string& task, const std::string& what);
