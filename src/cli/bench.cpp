@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -13,6 +14,8 @@
 #include "model/flops.hpp"
 #include "encodings/registry.hpp"
 #include "model/transformer.hpp"
+#include "train/run_dir.hpp"
+#include "train/sliding_window.hpp"
 #include "train/train.hpp"
 
 namespace poslab {
@@ -105,6 +108,77 @@ int run_bench_comparison(const Config& base, int steps, int mem_len) {
     std::cout << "\n";
   }
   std::cout << "\n'vs none': extra time per token relative to 'none' at the same memory.\n";
+  return 0;
+}
+
+// Seconds one call of `work` takes (its result is returned through `out`).
+template <class Work>
+double seconds_of(Work&& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long targets,
+                    const std::string& csv_path) {
+  set_threads(cfg.train.threads);
+  const int L = cfg.train.seq_len;
+  std::cout << "poslab bench --reuse: evaluation speed with and without state reuse (Dai et al. "
+               "2019, Table 9)\n  d_model "
+            << cfg.model.d_model << ", " << cfg.model.n_layers << " layers, encoding '"
+            << cfg.encoding.type << "', " << omp_get_max_threads() << " threads, " << targets
+            << " scored tokens per measurement\n"
+            << "  vanilla:     a forward pass over the A tokens ending at every predicted token\n"
+            << "  per-segment: the window moves by " << L << " tokens and scores its last " << L
+            << "\n  reuse:       segments of " << L << " tokens with memory A - " << L
+            << " (cached states)\n\n"
+            << std::right << std::setw(6) << "A" << std::setw(14) << "vanilla t/s" << std::setw(16)
+            << "per-segment t/s" << std::setw(12) << "reuse t/s" << std::setw(12) << "speedup"
+            << "\n";
+  // Random tokens: speed does not depend on the text, nor on the weights.
+  // Enough for the longest window plus every timed target of the three modes.
+  const long longest = *std::max_element(attn_lens.begin(), attn_lens.end());
+  Rng rng(cfg.train.seed);
+  std::vector<std::int32_t> tokens(std::size_t(longest + 16 * targets + 4L * L));
+  for (auto& t : tokens) t = std::int32_t(rng.below(cfg.model.vocab_size));
+  TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
+  model.init(cfg.train.seed);
+
+  std::string csv = "attn_len,segment,vanilla_tokens_per_second,per_segment_tokens_per_second,"
+                    "reuse_tokens_per_second,speedup_vs_vanilla,speedup_vs_per_segment\n";
+  for (int A : attn_lens) {
+    if (A <= L) throw std::invalid_argument("bench --reuse: every attention length must exceed "
+                                            "the segment length " + std::to_string(L));
+    // Windows per forward pass: at most 8,192 tokens, so that the [B, H, A, A] attention
+    // weights of one pass stay bounded.
+    SlidingWindowOptions vanilla{.attn_len = A, .stride = 1, .max_targets = targets,
+                                 .batch = std::max(1, 8192 / A)};
+    SlidingWindowOptions segment = vanilla;
+    segment.stride = L;
+    segment.max_targets = targets * 8;  // cheaper per token: time more of them
+    EvalResult r;
+    evaluate_sliding_window(model, tokens, vanilla);  // warm-up: buffers of this shape
+    const double t_vanilla = seconds_of([&] { r = evaluate_sliding_window(model, tokens, vanilla); });
+    const double vanilla_tps = double(r.tokens) / t_vanilla;
+    const double t_segment = seconds_of([&] { r = evaluate_sliding_window(model, tokens, segment); });
+    const double segment_tps = double(r.tokens) / t_segment;
+    evaluate_with_reuse(model, tokens, L, A - L, 2L * L, 1);  // warm-up
+    const double t_reuse = seconds_of([&] {
+      r = evaluate_with_reuse(model, tokens, L, A - L, targets * 16, 1);
+    });
+    const double reuse_tps = double(r.tokens) / t_reuse;
+    std::cout << std::setw(6) << A << std::fixed << std::setprecision(1) << std::setw(14)
+              << vanilla_tps << std::setw(16) << segment_tps << std::setw(12) << reuse_tps
+              << std::setw(11) << reuse_tps / vanilla_tps << "x" << std::endl;
+    std::ostringstream row;
+    row << A << "," << L << "," << vanilla_tps << "," << segment_tps << "," << reuse_tps << ","
+        << reuse_tps / vanilla_tps << "," << reuse_tps / segment_tps << "\n";
+    csv += row.str();
+  }
+  if (!csv_path.empty()) {
+    write_file_atomically(csv_path, csv);
+    std::cout << "wrote " << csv_path << "\n";
+  }
   return 0;
 }
 

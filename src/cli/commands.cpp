@@ -44,6 +44,9 @@ struct EvalSetting {
   int mem_len = 0;
   int longer_than = 0;  // tasks, "length": only instances longer than this (0 = train.seq_len)
   bool gate = false;    // tasks: only the largest training sizes
+  // Models trained with randomized positions: sample positions at evaluation too (kind
+  // "length_sampled"), from a fixed seed so that every run reads the same positions.
+  bool sample_positions = false;
 };
 
 // The batches of one evaluation setting, from the split eval.split, eval.batch_size rows each.
@@ -68,6 +71,10 @@ std::pair<double, double> wilson_interval(double p, long n) {
   return {std::max(0.0, centre - half), std::min(1.0, centre + half)};
 }
 
+// The seed of the positions sampled at evaluation (kind "length_sampled"): fixed, so that every
+// run and every setting reads the same sample, whatever its training drew.
+constexpr std::uint64_t kEvaluationPositionSeed = 0xE7A1'0A7E;
+
 // Evaluates one setting. A setting the model cannot run (a learned table too short for the
 // length) is recorded with its error, not dropped. peak_memory_mb is the peak resident memory of
 // the process during this setting alone.
@@ -77,9 +84,11 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
                         {"mem_len", s.mem_len}, {"split", cfg.eval.split}};
   try {
     auto source = evaluation_source(cfg, s);
+    if (s.sample_positions)
+      model.enable_randomized_positions(kEvaluationPositionSeed, cfg.train.max_position);
     reset_peak_memory();
-    const EvalResult r =
-        evaluate(model, *source, cfg.eval.batches, s.mem_len, cfg.memory.continue_positions);
+    const EvalResult r = evaluate(model, *source, cfg.eval.batches, s.mem_len,
+                                  cfg.memory.continue_positions, s.sample_positions);
     const auto [low, high] = wilson_interval(r.exact_match, r.rows);
     row.update({{"loss", r.loss},
                 {"accuracy", r.accuracy},
@@ -111,6 +120,8 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
 //           task, each factor tests only instances longer than those of the factor before it
 //           (factors taken in increasing order), so no two factors test the same sizes.
 //   memory  memory train.seq_len * f for each memory factor, segment train.seq_len
+//   gate_sampled, length_sampled   models trained with randomized positions: gate and length
+//           again, with positions sampled at evaluation too
 std::vector<EvalSetting> evaluation_plan(const Config& cfg, bool independent_rows) {
   const int L = cfg.train.seq_len;
   std::vector<EvalSetting> plan;
@@ -131,6 +142,18 @@ std::vector<EvalSetting> evaluation_plan(const Config& cfg, bool independent_row
   for (double f : cfg.eval.memory_factors)
     plan.push_back({.kind = "memory", .factor = f, .seq_len = L,
                     .mem_len = int(std::lround(L * f))});
+  // Randomized positions (Ruoss et al. 2023): the length settings once more, with positions
+  // sampled from [0, train.max_position) at evaluation as well, as their reference code does.
+  if (cfg.train.randomized_positions) {
+    const std::size_t settings = plan.size();
+    for (std::size_t i = 0; i < settings; ++i)
+      if (plan[i].kind == "length" || plan[i].kind == "gate") {
+        EvalSetting sampled = plan[i];
+        sampled.kind += "_sampled";
+        sampled.sample_positions = true;
+        plan.push_back(sampled);
+      }
+  }
   return plan;
 }
 
@@ -178,9 +201,11 @@ int run_train(const Config& cfg) {
     evaluations.push_back(evaluate_setting(model, cfg, setting));
 
   // The in-distribution gate: did the model learn what it was trained on?
+  // A model trained on randomized positions is gated where it was trained: with sampled ones.
   nlohmann::json gate = nullptr;
+  const std::string gate_kind = cfg.train.randomized_positions ? "gate_sampled" : "gate";
   for (const nlohmann::json& e : evaluations)
-    if (e["kind"] == "gate" && e["loss"].is_number())
+    if (e["kind"] == gate_kind && e["loss"].is_number())
       gate = e["exact_match"].get<double>() >= cfg.eval.gate_threshold;
   if (!std::isnan(bigram) && evaluations[0]["loss"].is_number())
     gate = evaluations[0]["loss"].get<double>() < bigram;

@@ -26,6 +26,11 @@ int run_bench(const Config& cfg, int steps);
 // tokens/s and the overhead against 'none'.
 int run_bench_comparison(const Config& cfg, int steps, int mem_len);
 
+// Evaluation speed of the vanilla sliding window, its per-segment variant and state reuse at
+// each attention length (Dai et al. 2019, Table 9); writes a CSV if csv_path is not empty.
+int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long targets,
+                    const std::string& csv_path);
+
 struct BenchResult {
   double tokens_per_second = 0;
   double flops_per_token = 0;

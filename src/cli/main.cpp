@@ -159,6 +159,9 @@ struct Arguments {
   int mem_len = -1;  // eval: -1 = as the run was configured
   int steps = 20;    // bench
   int compare_mem_len = -1;  // bench --compare: -1 = off
+  std::vector<int> reuse_attn_lens;  // bench --reuse: attention lengths
+  long reuse_targets = 64;           // bench --reuse: scored tokens per measurement
+  std::string csv_path;              // bench --reuse: where to write the table
 };
 
 void add_overrides(CLI::App* command, Arguments& args) {
@@ -236,16 +239,32 @@ int run(int argc, char** argv) {
                     "print a table of tokens/s and overhead against 'none'")
       ->type_name("M")
       ->check(CLI::Range(0, 1 << 16));
+  bench->add_option("--reuse", args.reuse_attn_lens,
+                    "Evaluation speed with and without state reuse at each attention length A "
+                    "(Dai et al. 2019, Table 9): a forward pass per predicted token over the A "
+                    "tokens before it, the same moving by a segment, and segments with memory")
+      ->type_name("A,A,...")
+      ->delimiter(',')
+      ->check(CLI::Range(2, 1 << 16));
+  bench->add_option("--targets", args.reuse_targets,
+                    "--reuse: predicted tokens timed per measurement of the vanilla mode "
+                    "(8x and 16x as many for the faster modes)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 20));
+  bench->add_option("--csv", args.csv_path, "--reuse: also write the table to this CSV file")
+      ->type_name("FILE");
   add_overrides(bench, args);
   bench->footer(
       "Trains on random bytes for --steps steps and prints tokens/s, the model's FLOPs per\n"
       "token and the GFLOP/s reached, next to what one large sgemm reaches on this machine.\n"
       "The defaults are the reference configuration: d_model 128, 4 layers, 4 heads,\n"
       "d_inner 512, segment 64, batch 16, 256 symbols. Measure on an otherwise idle machine.\n"
-      "Writes nothing.\n"
+      "Writes nothing, except the --csv file of --reuse.\n"
       "Example:\n"
       "  poslab bench --steps 20 --set model.d_model=256 --set encoding.type=shaw\n"
-      "  poslab bench --compare 64        # every encoding, memory 0 and 64");
+      "  poslab bench --compare 64        # every encoding, memory 0 and 64\n"
+      "  poslab bench --reuse 128,256,512,1024,2048 --set encoding.type=transformer_xl "
+      "--csv results/bench/reuse_speed.csv");
 
   CLI::App* encodings = app.add_subcommand(
       "encodings", "List the positional encodings and their options.");
@@ -349,6 +368,8 @@ int run(int argc, char** argv) {
       const Config cfg = args.config_path.empty()
                              ? config_from_string("", "(defaults)", args.overrides)
                              : load_config(args.config_path, args.overrides);
+      if (!args.reuse_attn_lens.empty())
+        return run_bench_reuse(cfg, args.reuse_attn_lens, args.reuse_targets, args.csv_path);
       if (args.compare_mem_len >= 0)
         return run_bench_comparison(cfg, args.steps, args.compare_mem_len);
       return run_bench(cfg, args.steps);

@@ -7,12 +7,12 @@
 namespace poslab {
 
 EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_batches,
-                    int mem_len, bool continue_positions) {
+                    int mem_len, bool continue_positions, bool sample_positions) {
   const int B = source.batch(), L = source.len(), V = model.config().vocab_size;
   const std::int64_t pass = source.batches_per_pass();
   const int n_batches = int(max_batches > 0 ? std::min<std::int64_t>(max_batches, pass) : pass);
   const int train_mem_len = model.mem_len();
-  const bool randomized = model.set_randomized_positions(false);  // evaluation is contiguous
+  const bool randomized = model.set_randomized_positions(sample_positions);
   model.set_mem_len(mem_len);
   model.reset_memory();
   source.reset();

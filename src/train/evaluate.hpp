@@ -25,8 +25,10 @@ struct EvalResult {
 
 // Reads max_batches batches (0 = one pass) from the start of `source`. mem_len: memory length
 // (0 = none). The model's memory is reset before and after; its trained memory length restored.
+// Positions are contiguous (0..L-1), unless sample_positions: then a model trained with
+// randomized positions keeps sampling them, as Ruoss et al.'s reference code does at test time.
 EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_batches,
-                    int mem_len, bool continue_positions = false);
+                    int mem_len, bool continue_positions = false, bool sample_positions = false);
 
 // The same over a token stream (the validation split of a corpus), cut into `batch` rows.
 EvalResult evaluate_stream(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
