@@ -267,12 +267,70 @@ def xl_terms(summary, out_dir):
     return save(fig, out_dir, "xl_terms")
 
 
+def pilot_budget(summary, out_dir, name):
+    """A pilot of training budgets: validation loss at the training length against steps, one
+    line per condition (its variant name without the step count, e.g. xl_m32_6000 -> xl_m32),
+    with the bigram baseline of the validation split for scale."""
+    import re
+    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"]).copy()
+    parsed = rows["variant"].astype(str).str.extract(r"^(.*?)_(\d+)(_.*)?$")
+    rows["condition"] = parsed[0] + parsed[2].fillna("")
+    rows["steps"] = pd.to_numeric(parsed[1])
+    fig, axes = panels([None], width=5.2, height=3.6)
+    ax = axes[0]
+    for condition in sorted(rows["condition"].dropna().unique()):
+        part = rows[rows["condition"] == condition].sort_values("steps")
+        ax.plot(part["steps"], part["loss"], marker="o", markersize=3.5, label=condition)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(rows["steps"].dropna().unique()))
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
+    ax.set_xlabel("training steps")
+    ax.set_ylabel("validation loss at the training length (nats/byte)")
+    if "bigram_loss" in rows and rows["bigram_loss"].notna().any():
+        poslab_style.reference_line(ax, float(rows["bigram_loss"].dropna().iloc[0]), "bigram")
+    poslab_style.legend_outside(fig, [ax])
+    fig.tight_layout()
+    return save(fig, out_dir, name)
+
+
+def pilot_gate(summary, out_dir, name):
+    """A pilot of task settings: exact match on the largest training sizes (the gate set), one
+    group of bars per task (variant), one bar per encoding, with the 95% gate threshold."""
+    rows = summary[summary["kind"] == "gate"].dropna(subset=["exact_match"])
+    variants = list(dict.fromkeys(rows["variant"]))
+    encodings = ordered(rows["encoding.type"])
+    fig, axes = panels([None], width=1.2 * len(variants) + 2.5, height=3.4)
+    ax = axes[0]
+    width = 0.8 / max(1, len(encodings))
+    for e, encoding in enumerate(encodings):
+        means = [rows[(rows["variant"] == v) & (rows["encoding.type"] == encoding)]["exact_match"].mean()
+                 for v in variants]
+        xs = [i + (e - (len(encodings) - 1) / 2) * width for i in range(len(variants))]
+        ax.bar(xs, means, width, color=poslab_style.colour(encoding),
+               label=poslab_style.label(encoding))
+    ax.set_xticks(range(len(variants)), variants)
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("exact match, largest training sizes")
+    poslab_style.reference_line(ax, 0.95, "gate 0.95")
+    poslab_style.legend_outside(fig, [ax])
+    fig.tight_layout()
+    return save(fig, out_dir, name)
+
+
 def standard_figures(study_dir, out_dir=None):
     """Every figure that fits the study's columns; returns the written paths."""
     summary, positions = load(study_dir)
     out_dir = out_dir or os.path.join(study_dir, "figures")
     written = []
     kinds = set(summary["kind"])
+    study = str(summary["study"].iloc[0]) if len(summary) else ""
+    if study.startswith("pilot_"):  # pilots choose settings: their own figures
+        if "gate" in kinds:
+            written += pilot_gate(summary, out_dir, "pilot_gate")
+        else:
+            written += pilot_budget(summary, out_dir, "pilot_budget")
+        written.append(poslab_stats.write_summary_ci(study_dir))
+        return written
     if "length" in kinds:
         written += length_generalization(summary, out_dir, "accuracy")
         written += length_generalization(summary, out_dir, "loss")

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Every study file under experiments/ (shipped studies and pilots) runs in its --smoke version,
+# and `poslab plot` draws its figures and writes its summary_ci.csv: a study that no longer
+# parses, runs or plots fails here, long before anyone spends hours on its real version.
+#
+#   bash tests/studies/run_smoke.sh build/poslab
+set -euo pipefail
+poslab="${1:?usage: run_smoke.sh POSLAB_BINARY}"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/poslab-study-smoke.XXXXXX")"
+trap 'rm -rf "$tmp"' EXIT
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" MPLBACKEND=Agg
+
+studies=0
+while IFS= read -r file; do
+  grep -q '^\[study\]' "$file" || continue  # plain run configs (quickstart, python_corpus)
+  name="$(basename "$file" .toml)"
+  out="$tmp/$name"
+  echo "study smoke: $file"
+  "$poslab" run "$file" --smoke --jobs 2 --out "$out" > "$tmp/$name.log" 2>&1 ||
+    { cat "$tmp/$name.log" >&2; echo "study smoke: $file failed" >&2; exit 1; }
+  [[ -s "$out/summary.csv" ]] || { echo "study smoke: $file wrote no summary.csv" >&2; exit 1; }
+  "$poslab" plot "$out" > "$tmp/$name.plot.log" 2>&1 ||
+    { cat "$tmp/$name.plot.log" >&2; echo "study smoke: poslab plot $out failed" >&2; exit 1; }
+  [[ -s "$out/summary_ci.csv" ]] || { echo "study smoke: no summary_ci.csv for $file" >&2; exit 1; }
+  studies=$((studies + 1))
+done < <(find "$repo/experiments" -name '*.toml' | sort)
+[[ $studies -gt 0 ]] || { echo "study smoke: no study found" >&2; exit 1; }
+echo "study smoke: $studies studies ran and plotted"
