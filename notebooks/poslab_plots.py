@@ -296,7 +296,9 @@ def pilot_budget(summary, out_dir, name):
 def pilot_gate(summary, out_dir, name):
     """A pilot of task settings: exact match on the largest training sizes (the gate set), one
     group of bars per task (variant), one bar per encoding, with the 95% gate threshold."""
-    rows = summary[summary["kind"] == "gate"].dropna(subset=["exact_match"])
+    rows = summary[summary["kind"] == "gate"].dropna(subset=["exact_match"]).copy()
+    if "task.name" in rows:  # tasks as an axis: one group per (variant, task)
+        rows["variant"] = rows["variant"].astype(str) + "\n" + rows["task.name"].astype(str)
     variants = list(dict.fromkeys(rows["variant"]))
     encodings = ordered(rows["encoding.type"])
     fig, axes = panels([None], width=1.2 * len(variants) + 2.5, height=3.4)

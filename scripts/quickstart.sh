@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/setup.sh
-build/poslab train --config experiments/quickstart.toml
+build/poslab train --config experiments/quickstart.toml --force  # a rerun moves the last run aside
 echo
 build/poslab run experiments/quickstart_comparison.toml --jobs 2
 echo

@@ -94,3 +94,39 @@ TEST_CASE("eval of a directory that is not a run exits 1", "[cli]") {
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Contains("poslab: error:") && Contains("nothing"));
 }
+
+TEST_CASE("train never writes over a run: it refuses, or with --force moves the old one aside",
+          "[cli]") {
+  ScratchDirectory scratch;
+  const fs::path out_dir = scratch.path / "run";
+  const fs::path config = scratch.path / "tiny.toml";
+  std::ofstream(config) << "[model]\nd_model = 8\nn_layers = 1\nn_heads = 2\nd_inner = 16\n"
+                           "[train]\nseq_len = 8\nbatch_size = 2\nsteps = 2\n"
+                           "[eval]\nbatches = 1\n";
+  const std::string train =
+      "train --config '" + config.string() + "' --out '" + out_dir.string() + "'";
+  REQUIRE(run_poslab(train).exit_code == 0);
+  const std::string first_eval = [&] {
+    std::ifstream in(out_dir / "eval.json");
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+
+  const Outcome refused = run_poslab(train + " --set train.steps=3");
+  CHECK(refused.exit_code == 1);
+  CHECK_THAT(refused.err, Contains(out_dir.string() + " already holds a finished run") &&
+                              Contains("--force"));
+  std::ifstream still(out_dir / "eval.json");
+  CHECK(std::string(std::istreambuf_iterator<char>(still), {}) == first_eval);  // untouched
+
+  const Outcome forced = run_poslab(train + " --force");
+  CHECK(forced.exit_code == 0);
+  CHECK_THAT(forced.out, Contains("moved the old run aside"));
+  int aside = 0;
+  for (const auto& entry : fs::directory_iterator(scratch.path))
+    if (entry.path().filename().string().rfind("run.replaced-", 0) == 0) {
+      ++aside;
+      CHECK(fs::exists(entry.path() / "eval.json"));
+    }
+  CHECK(aside == 1);
+  CHECK(fs::exists(out_dir / "eval.json"));
+}

@@ -2,7 +2,9 @@
 // the work is here.
 #include "cli/commands.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -157,9 +159,32 @@ std::vector<EvalSetting> evaluation_plan(const Config& cfg, bool independent_row
   return plan;
 }
 
+// A directory that already holds a run (any of the files `poslab train` writes) is never written
+// over silently: that would mix two runs' metrics.csv or replace a finished run's results.
+// With `force`, the old run is moved aside to DIR.replaced-<UTC time> and nothing is lost.
+void claim_run_directory(const std::string& out_dir, bool force) {
+  namespace fs = std::filesystem;
+  const fs::path dir(out_dir);
+  if (!fs::exists(dir)) return;
+  std::string held;
+  for (const char* name : {"eval.json", "metrics.csv", "config.toml", "checkpoint"})
+    if (fs::exists(dir / name)) held += std::string(held.empty() ? "" : ", ") + name;
+  if (held.empty()) return;  // an empty directory (or one with unrelated files) is fine
+  const bool finished = fs::exists(dir / "eval.json");
+  if (!force)
+    throw std::runtime_error(out_dir + " already holds a" + (finished ? " finished" : "n unfinished") +
+                             " run (" + held + "); choose another --out, or add --force to move "
+                             "the old run aside");
+  std::string stamp = utc_now();
+  std::replace(stamp.begin(), stamp.end(), ':', '-');
+  const fs::path aside = dir.string() + ".replaced-" + stamp;
+  fs::rename(dir, aside);
+  std::cout << "poslab train: moved the old run aside to " << aside.string() << "\n";
+}
+
 }  // namespace
 
-int run_train(const Config& cfg) {
+int run_train(const Config& cfg, bool force) {
   const std::string started = utc_now();
   const std::string threads_from = set_threads(cfg.train.threads);
   const int L = cfg.train.seq_len;
@@ -182,6 +207,7 @@ int run_train(const Config& cfg) {
     corpus_description = describe_corpus(data);
   }
 
+  claim_run_directory(cfg.out_dir, force);
   RunDirectory run = RunDirectory::create(cfg.out_dir);
   run.write_text("config.toml", config_to_toml(cfg));
   const Provenance provenance = collect_provenance(threads_from);

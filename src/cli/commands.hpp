@@ -12,8 +12,9 @@
 namespace poslab {
 
 // Trains as configured and writes the run directory cfg.out_dir (config.toml, metrics.csv,
-// checkpoint/, eval.json last).
-int run_train(const Config& cfg);
+// checkpoint/, eval.json last). A directory that already holds a run is refused, unless
+// `force`: then the old run is moved aside to OUT.replaced-<time>.
+int run_train(const Config& cfg, bool force = false);
 
 // Evaluates the checkpoint of a finished run; seq_len 0 / mem_len -1 mean "as trained".
 int run_eval(const std::string& run_dir, const std::vector<std::string>& overrides, int seq_len,

@@ -162,6 +162,7 @@ struct Arguments {
   std::vector<int> reuse_attn_lens;  // bench --reuse: attention lengths
   long reuse_targets = 64;           // bench --reuse: scored tokens per measurement
   std::string csv_path;              // bench --reuse: where to write the table
+  bool force = false;                // train: move an existing run aside
 };
 
 void add_overrides(CLI::App* command, Arguments& args) {
@@ -200,11 +201,15 @@ int run(int argc, char** argv) {
   add_overrides(train, args);
   train->add_option("--out", args.out_dir, "Run directory to write (replaces out_dir)")
       ->type_name("DIR");
+  train->add_flag("--force", args.force,
+                  "If the run directory already holds a run, move it aside to "
+                  "DIR.replaced-<time> instead of refusing");
   train->footer(
       "Writes into the run directory (out_dir): config.toml (the fully resolved config),\n"
       "metrics.csv (one row per logged step), checkpoint/ (parameters as .npy files) and\n"
       "eval.json (the final validation loss; written last, so it marks a finished run).\n"
-      "The config is checked completely before anything is written.\n"
+      "The config is checked completely before anything is written. A directory that already\n"
+      "holds a run is refused (nothing is overwritten); --force moves the old run aside.\n"
       "Example:\n"
       "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
       "encoding.clip_k=8 --out runs/shaw-k8");
@@ -361,7 +366,7 @@ int run(int argc, char** argv) {
         if (args.out_dir.empty()) throw ConfigError("--out: expected a directory, got \"\"");
         cfg.out_dir = args.out_dir;
       }
-      return run_train(cfg);
+      return run_train(cfg, args.force);
     }
     if (*eval) return run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len);
     if (*bench) {
