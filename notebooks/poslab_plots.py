@@ -106,9 +106,11 @@ def panels(keys, width=3.6, height=3.0, columns=3):
 
 
 def panel_column(frame):
-    """What separates the panels: the task, or else the corpus (data.path), if either varies."""
-    for column in ("task.name", "data.path"):
-        if column in frame and frame[column].nunique() > 1:
+    """What separates the panels: the task, the corpus (data.path), or the study's variant, the
+    first of them that varies and does not already separate the curves."""
+    series = series_column(frame)
+    for column in ("task.name", "data.path", "variant"):
+        if column in frame and column != series and frame[column].nunique() > 1:
             return column
     return "task.name" if "task.name" in frame else None
 
@@ -119,24 +121,28 @@ def panel_title(column, value):
     return str(value)
 
 
-def length_generalization(summary, out_dir, metric="accuracy"):
+def length_generalization(summary, out_dir, metric="accuracy", name=None):
     """A metric vs evaluation length, one panel per task (or corpus), one curve per encoding."""
-    rows = summary[summary["kind"] == "length"].dropna(subset=[metric])
+    every_row = summary[summary["kind"] == "length"]
+    rows = every_row.dropna(subset=[metric])
     if rows.empty:
         return []
+    # Settings a model cannot run (a learned table shorter than the input) have no value: say so
+    # in the panel rather than let the curve silently stop.
+    missing = every_row[every_row[metric].isna()]
     col = panel_column(rows)
     groups = ordered(rows[col]) if col else [None]
     fig, axes = panels(groups)
     for ax, group in zip(axes, groups):
         sub = rows if group is None else rows[rows[col] == group]
         series = series_column(sub)
-        for name in ordered(sub[series]):
-            mean_band(ax, sub[sub[series] == name], "factor", metric, name)
+        for curve in ordered(sub[series]):
+            mean_band(ax, sub[sub[series] == curve], "factor", metric, curve)
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(sub["factor"].unique()))
         ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
         ax.set_xlabel("evaluation length / training length")
-        ax.set_ylabel(metric.replace("_", " "))
+        ax.set_ylabel("loss (nats per scored token)" if metric == "loss" else metric.replace("_", " "))
         ax.set_title(panel_title(col, group) if group is not None else "")
         poslab_style.reference_line(ax, 1.0, "trained", axis="x")
         if metric in ("accuracy", "exact_match"):
@@ -144,9 +150,20 @@ def length_generalization(summary, out_dir, metric="accuracy"):
         if group == "parity" and metric == "accuracy":
             poslab_style.reference_line(ax, 0.5, "chance")
         dropped_note(ax, sub)
+        gone = missing if group is None else missing[missing[col] == group]
+        if not gone.empty and "encoding.type" in gone:
+            notes = [f"{poslab_style.label(e)}: no value from "
+                     f"{gone[gone['encoding.type'] == e]['factor'].min():g}x on (cannot represent "
+                     f"those positions)" for e in ordered(gone["encoding.type"])]
+            ax.text(0.01, 0.99, "\n".join(notes), transform=ax.transAxes, fontsize=7,
+                    color="0.35", va="top")
+    if metric == "loss" and "unigram_loss" in rows and rows["unigram_loss"].notna().any():
+        for ax, group in zip(axes, groups):
+            sub = rows if group is None else rows[rows[col] == group]
+            poslab_style.reference_line(ax, float(sub["unigram_loss"].mean()), "unigram")
     poslab_style.legend_outside(fig, axes)
     fig.tight_layout()
-    return save(fig, out_dir, f"length_generalization_{metric}")
+    return save(fig, out_dir, name or f"length_generalization_{metric}")
 
 
 def memory_curves(summary, out_dir, figure_name="loss_vs_memory"):
@@ -204,12 +221,21 @@ def loss_by_position(positions, out_dir, kind="memory", figure_name="loss_by_pos
         settings = [rows["seq_len"].max()]
         setting_column, setting_text = "seq_len", "segment {}"
     keys = [(g, v) for g in groups for v in settings]
-    fig, axes = panels(keys)
+    fig, axes = panels(keys, width=4.8 if kind == "length" else 3.6)
     for ax, (group, value) in zip(axes, keys):
         sub = rows[rows[setting_column] == value]
         if group is not None:
             sub = sub[sub[col] == group]
         series = series_column(sub)
+        if kind == "length":
+            # A long segment: average each run's loss over bins of positions (16 bins per
+            # trained length) so that the curve is readable, and mark the trained length.
+            trained = int(rows["seq_len"].min())
+            width = max(1, trained // 16)
+            sub = sub.assign(position=(sub["position"] // width) * width + (width - 1) / 2)
+            keys = [c for c in ("run", series, "position") if c in sub]
+            sub = sub.groupby(keys, as_index=False)["loss"].mean()
+            poslab_style.reference_line(ax, trained, "trained length", axis="x")
         for name in ordered(sub[series]):
             mean_band(ax, sub[sub[series] == name], "position", "loss", name, marker=None)
         ax.set_xlabel("position inside the segment")
@@ -333,14 +359,17 @@ def standard_figures(study_dir, out_dir=None):
             written += pilot_budget(summary, out_dir, "pilot_budget")
         written.append(poslab_stats.write_summary_ci(study_dir))
         return written
-    if "length" in kinds:
+    language_model = "task.name" not in summary or set(summary["task.name"]) == {"lm"}
+    if "length" in kinds and language_model:  # LM extrapolation: loss against input length
+        written += length_generalization(summary, out_dir, "loss", "loss_vs_length")
+    elif "length" in kinds:
         written += length_generalization(summary, out_dir, "accuracy")
         written += length_generalization(summary, out_dir, "loss")
         if "exact_match" in summary:
             written += length_generalization(summary, out_dir, "exact_match")
     if "variant" in summary and "encoding.clip_k" in summary:
         written += shaw_clip(summary, out_dir)
-    elif "variant" in summary and summary["variant"].notna().any():
+    elif "variant" in summary and summary["variant"].notna().any() and "length" not in kinds:
         written += xl_terms(summary, out_dir)
     if "memory" in kinds:
         written += memory_curves(summary, out_dir)
@@ -351,7 +380,7 @@ def standard_figures(study_dir, out_dir=None):
         if positions is not None:
             written += loss_by_position(positions, out_dir)
     if "length" in kinds and positions is not None and (positions["kind"] == "length").any() \
-            and "task.name" not in summary:
+            and language_model:
         written += loss_by_position(positions, out_dir, "length", "loss_by_position_length")
     written.append(poslab_stats.write_summary_ci(study_dir))
     return written
