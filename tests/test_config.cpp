@@ -241,6 +241,25 @@ TEST_CASE("a missing file is named", "[config][errors]") {
                     "/nonexistent/missing.toml: config file not found");
 }
 
+TEST_CASE("an empty config FILE is the defaults, not an unreadable file", "[config]") {
+  const std::filesystem::path file =
+      std::filesystem::temp_directory_path() / ("poslab-empty-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(file).close();
+  Config loaded;
+  CHECK_NOTHROW(loaded = load_config(file.string()));
+  check_same(loaded, Config{});
+  std::filesystem::remove(file);
+}
+
+TEST_CASE("a number that is not finite is refused, naming the key", "[config][errors]") {
+  CHECK_THROWS_WITH(load("[train]\nlr = inf\n"),
+                    "quick.toml:2: train.lr must be a finite number, got inf");
+  CHECK_THROWS_WITH(load("[model]\ninit_std = nan\n"),
+                    Contains("quick.toml:2: model.init_std must be a finite number"));
+  CHECK_THROWS_WITH(load("", {"train.weight_decay=inf"}),
+                    Contains("--set train.weight_decay=inf: train.weight_decay must be a finite"));
+}
+
 TEST_CASE("a TOML syntax error names the file and line", "[config][errors]") {
   CHECK_THROWS_WITH(load("[model]\nd_model = = 3\n"),
                     Contains("quick.toml:2: TOML syntax error:"));
@@ -307,7 +326,7 @@ TEST_CASE("values out of range say what the range is", "[config][errors]") {
                     "quick.toml:2: data.valid_fraction must be in [0, 1), got 1");
   CHECK_THROWS_WITH(load("[data]\nvalid_fraction = -0.1\n"), Contains("data.valid_fraction must be in [0, 1)"));
   CHECK_THROWS_WITH(load("[train]\nlr = 0\n"), "quick.toml:2: train.lr must be > 0, got 0");
-  CHECK_THROWS_WITH(load("[train]\nlr = nan\n"), Contains("train.lr must be > 0"));
+  CHECK_THROWS_WITH(load("[train]\nlr = nan\n"), Contains("train.lr must be a finite number, got nan"));
   CHECK_THROWS_WITH(load("[train]\nbeta2 = 1.0\n"), "quick.toml:2: train.beta2 must be in [0, 1), got 1");
   CHECK_THROWS_WITH(load("[train]\nbeta1 = -0.5\n"), Contains("train.beta1 must be in [0, 1)"));
   CHECK_THROWS_WITH(load("[memory]\nmem_len = -1\n"), "quick.toml:2: memory.mem_len must be >= 0, got -1");

@@ -26,6 +26,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <optional>
@@ -646,6 +647,8 @@ void apply_setting(const Setting& s, const Choice& encoding, const Choice& task,
   if (field->kind == kStringList) return apply_strings(s, *field, config);
 
   const OptionValue value = value_as(s, field->kind);
+  if (const double* x = std::get_if<double>(&value); x && !std::isfinite(*x))
+    fail(s.where, s.name() + " must be a finite number, got " + option_to_string(value));
   check_bounds(s, value, field->limits, " to fit its C++ type");
   check_bounds(s, value, field->bounds);
   field->set(config, value);
@@ -767,9 +770,12 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (!std::filesystem::exists(path, ec)) fail(path, "config file not found");
   if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a config file");
   std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  if (!(in && text << in.rdbuf())) fail(path, "cannot read config file");
-  return config_from_string(text.str(), path, overrides, encodings, tasks);
+  if (!in) fail(path, "cannot read config file");
+  // An empty file is a valid config (every key at its default), so read it without `<<`,
+  // which reports an empty stream as a failure.
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) fail(path, "cannot read config file");
+  return config_from_string(text, path, overrides, encodings, tasks);
 }
 
 std::string config_to_toml(const Config& config) {
