@@ -273,8 +273,9 @@ constexpr const char* kRunColumns[] = {"in_distribution_ok", "unigram_loss", "bi
 
 }  // namespace
 
-void write_summary(const Study& study, const std::vector<PlannedRun>& runs,
-                   const StudyLayout& layout) {
+std::vector<std::string> write_summary(const Study& study, const std::vector<PlannedRun>& runs,
+                                       const StudyLayout& layout) {
+  std::vector<std::string> commits;  // the distinct builds behind the finished runs
   const bool has_variants = !study.variants.empty();
   std::vector<Cell> header = {"study", "run"};
   for (const SweepAxis& axis : study.axes) header.push_back(axis.key);
@@ -294,6 +295,11 @@ void write_summary(const Study& study, const std::vector<PlannedRun>& runs,
     const fs::path dir = layout.run_dir(run);
     if (!fs::is_directory(dir) || !RunDirectory::open(dir).is_complete()) continue;
     const nlohmann::json eval = RunDirectory::open(dir).read_json("eval.json");
+    if (eval.contains("provenance") && eval["provenance"].contains("commit")) {
+      const std::string commit = eval["provenance"]["commit"].get<std::string>();
+      if (std::find(commits.begin(), commits.end(), commit) == commits.end())
+        commits.push_back(commit);
+    }
 
     std::vector<Cell> who = {Cell(study.name), Cell(run.id)};
     for (const SweepAxis& axis : study.axes) who.push_back(Cell(run.sweep_values.at(axis.key)));
@@ -325,6 +331,7 @@ void write_summary(const Study& study, const std::vector<PlannedRun>& runs,
   fs::create_directories(layout.root);
   write_file_atomically(layout.summary(), summary);
   write_file_atomically(layout.loss_by_position(), positions);
+  return commits;
 }
 
 std::string to_string(RunStatus status) {
@@ -611,7 +618,7 @@ class Scheduler {
 
   void update_summary() {
     try {
-      write_summary(study_, runs_, layout_);
+      commits_ = write_summary(study_, runs_, layout_);
     } catch (const std::exception& e) {
       out_ << "warning: cannot write the summary: " << e.what() << "\n";
     }
@@ -624,6 +631,12 @@ class Scheduler {
     out_ << " (" << format_duration(elapsed) << "); summary: " << layout_.summary().string()
          << "\n";
     for (const std::string& f : failures_) out_ << "  FAILED " << f << "\n";
+    // A study's results should come from one build: say so when they do not.
+    if (commits_.size() > 1) {
+      out_ << "note: the finished runs come from " << commits_.size() << " different builds:";
+      for (const std::string& c : commits_) out_ << " " << c;
+      out_ << "\n";
+    }
     if (signal) {
       out_ << "interrupted: " << total - done - failures_.size() << " run(s) not done ("
            << not_started << " not started); run the same command again to resume\n";
@@ -632,6 +645,7 @@ class Scheduler {
     return failures_.empty() ? 0 : 1;
   }
 
+  std::vector<std::string> commits_;  // builds behind the finished runs (provenance)
   const Study& study_;
   const std::vector<PlannedRun>& runs_;
   const StudyLayout& layout_;

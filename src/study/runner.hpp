@@ -102,7 +102,8 @@ std::string export_command(const PlannedRun& run, const StudyLayout& layout,
 std::string shell_quote(const std::string& word);
 
 // Rewrites summary.csv and loss_by_position.csv (atomically) from every complete run's eval.json.
-void write_summary(const Study& study, const std::vector<PlannedRun>& runs,
-                   const StudyLayout& layout);
+// Returns the distinct build commits (eval.json provenance) of those runs, in the order met.
+std::vector<std::string> write_summary(const Study& study, const std::vector<PlannedRun>& runs,
+                                       const StudyLayout& layout);
 
 }  // namespace poslab
