@@ -130,3 +130,26 @@ TEST_CASE("train never writes over a run: it refuses, or with --force moves the 
   CHECK(aside == 1);
   CHECK(fs::exists(out_dir / "eval.json"));
 }
+
+TEST_CASE("eval --token-losses writes one loss per scored token, the same tokens at every memory",
+          "[cli]") {
+  ScratchDirectory scratch;
+  const fs::path run = scratch.path / "run";
+  const fs::path config = scratch.path / "tiny.toml";
+  std::ofstream(config) << "[model]\nd_model = 8\nn_layers = 1\nn_heads = 2\nd_inner = 16\n"
+                           "[encoding]\ntype = \"transformer_xl\"\n[memory]\nmem_len = 4\n"
+                           "[train]\nseq_len = 8\nbatch_size = 2\nsteps = 2\n[eval]\nbatches = 3\n";
+  REQUIRE(run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'")
+              .exit_code == 0);
+  for (int memory : {0, 4, 16}) {
+    const fs::path file = scratch.path / ("losses_M" + std::to_string(memory) + ".npy");
+    const Outcome r = run_poslab("eval --run '" + run.string() + "' --mem-len " +
+                                 std::to_string(memory) + " --token-losses '" + file.string() + "'");
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK_THAT(r.out, Contains("wrote " + file.string() + " (48 token losses, float32)"));
+    // .npy: a header, then 3 batches x 2 rows x 8 tokens of float32.
+    CHECK(fs::file_size(file) > 48 * 4);
+    CHECK((fs::file_size(file) - 48 * 4) % 16 == 0);  // numpy pads its header to 16 bytes
+  }
+}

@@ -11,6 +11,9 @@
 #include <memory>
 #include <utility>
 
+#include <xtensor/xadapt.hpp>
+#include <xtensor/xnpy.hpp>
+
 #include "config/load.hpp"
 #include "core/memory_usage.hpp"
 #include "core/provenance.hpp"
@@ -81,7 +84,7 @@ constexpr std::uint64_t kEvaluationPositionSeed = 0xE7A1'0A7E;
 // length) is recorded with its error, not dropped. peak_memory_mb is the peak resident memory of
 // the process during this setting alone.
 nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
-                                const EvalSetting& s) {
+                                const EvalSetting& s, std::vector<float>* token_losses = nullptr) {
   nlohmann::json row = {{"kind", s.kind}, {"factor", s.factor}, {"seq_len", s.seq_len},
                         {"mem_len", s.mem_len}, {"split", cfg.eval.split}};
   try {
@@ -90,7 +93,7 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
       model.enable_randomized_positions(kEvaluationPositionSeed, cfg.train.max_position);
     reset_peak_memory();
     const EvalResult r = evaluate(model, *source, cfg.eval.batches, s.mem_len,
-                                  cfg.memory.continue_positions, s.sample_positions);
+                                  cfg.memory.continue_positions, s.sample_positions, token_losses);
     const auto [low, high] = wilson_interval(r.exact_match, r.rows);
     row.update({{"loss", r.loss},
                 {"accuracy", r.accuracy},
@@ -278,7 +281,7 @@ int run_train(const Config& cfg, bool force) {
 }
 
 int run_eval(const std::string& run_dir, const std::vector<std::string>& overrides, int seq_len,
-             int mem_len) {
+             int mem_len, const std::string& token_losses_file) {
   RunDirectory run = RunDirectory::open(run_dir);
   const Config cfg = load_config(run.file("config.toml").string(), overrides);
   set_threads(cfg.train.threads);
@@ -287,11 +290,19 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
   // Defaults: the run's own main evaluation setting.
   const int L = seq_len > 0 ? seq_len : (cfg.eval.seq_len > 0 ? cfg.eval.seq_len : cfg.train.seq_len);
   const int M = mem_len >= 0 ? mem_len : (cfg.eval.mem_len >= 0 ? cfg.eval.mem_len : cfg.memory.mem_len);
+  std::vector<float> token_losses;
   const nlohmann::json result =
-      evaluate_setting(model, cfg, EvalSetting{.kind = "main", .seq_len = L, .mem_len = M});
+      evaluate_setting(model, cfg, EvalSetting{.kind = "main", .seq_len = L, .mem_len = M},
+                       token_losses_file.empty() ? nullptr : &token_losses);
   const std::string name = "eval_L" + std::to_string(L) + "_M" + std::to_string(M) + ".json";
   run.write_json(name, result);
   std::cout << "wrote " << run.file(name).string() << "\n";
+  if (!token_losses_file.empty() && !result.contains("error")) {
+    const xt::xtensor<float, 1> losses = xt::adapt(token_losses, {token_losses.size()});
+    write_file_atomically(token_losses_file, xt::dump_npy(losses));
+    std::cout << "wrote " << token_losses_file << " (" << token_losses.size()
+              << " token losses, float32)\n";
+  }
   return result.contains("error") ? 1 : 0;
 }
 

@@ -17,8 +17,9 @@ namespace poslab {
 int run_train(const Config& cfg, bool force = false);
 
 // Evaluates the checkpoint of a finished run; seq_len 0 / mem_len -1 mean "as trained".
+// token_losses_file, if not empty, receives the loss of every scored token (.npy, float32).
 int run_eval(const std::string& run_dir, const std::vector<std::string>& overrides, int seq_len,
-             int mem_len);
+             int mem_len, const std::string& token_losses_file = "");
 
 // Training throughput at cfg's model size, against the machine's sgemm GFLOP/s.
 int run_bench(const Config& cfg, int steps);

@@ -163,6 +163,7 @@ struct Arguments {
   long reuse_targets = 64;           // bench --reuse: scored tokens per measurement
   std::string csv_path;              // bench --reuse: where to write the table
   bool force = false;                // train: move an existing run aside
+  std::string token_losses_file;     // eval: per-token losses (.npy)
 };
 
 void add_overrides(CLI::App* command, Arguments& args) {
@@ -226,9 +227,13 @@ int run(int argc, char** argv) {
   eval->add_option("--mem-len", args.mem_len, "Memory length (default: as trained)")
       ->type_name("N")
       ->check(CLI::Range(0, std::numeric_limits<int>::max()));
+  eval->add_option("--token-losses", args.token_losses_file,
+                   "Also write the loss of every scored token, in reading order, to FILE (.npy, "
+                   "float32): the input of notebooks/recl.py (relative effective context length)")
+      ->type_name("FILE");
   eval->footer(
-      "Reads DIR/config.toml (with --set applied) and DIR/checkpoint/, prints the validation\n"
-      "loss in bits per byte and writes DIR/eval_L<seq-len>_M<mem-len>.json.\n"
+      "Reads DIR/config.toml (with --set applied) and DIR/checkpoint/, evaluates on eval.split\n"
+      "(validation unless --set eval.split=test) and writes DIR/eval_L<seq-len>_M<mem-len>.json.\n"
       "Example:\n"
       "  poslab eval --run runs/shaw-k8 --seq-len 256 --mem-len 256");
 
@@ -368,7 +373,9 @@ int run(int argc, char** argv) {
       }
       return run_train(cfg, args.force);
     }
-    if (*eval) return run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len);
+    if (*eval)
+      return run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len,
+                      args.token_losses_file);
     if (*bench) {
       const Config cfg = args.config_path.empty()
                              ? config_from_string("", "(defaults)", args.overrides)

@@ -7,7 +7,8 @@
 namespace poslab {
 
 EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_batches,
-                    int mem_len, bool continue_positions, bool sample_positions) {
+                    int mem_len, bool continue_positions, bool sample_positions,
+                    std::vector<float>* token_losses) {
   const int B = source.batch(), L = source.len(), V = model.config().vocab_size;
   const std::int64_t pass = source.batches_per_pass();
   const int n_batches = int(max_batches > 0 ? std::min<std::int64_t>(max_batches, pass) : pass);
@@ -18,6 +19,7 @@ EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_ba
   source.reset();
 
   EvalResult r;
+  if (token_losses) token_losses->clear();
   r.loss_by_position.assign(L, 0.0);
   std::vector<double> scored_at(L, 0.0);
   double loss_sum = 0, correct_sum = 0, rows = 0, exact_rows = 0;
@@ -39,6 +41,7 @@ EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_ba
         const float* z = logits + n * V;
         const bool right = (std::max_element(z, z + V) - z) == b.targets[n];
         loss_sum += weight * loss[n];
+        if (token_losses) token_losses->push_back(loss[n]);
         correct_sum += weight * right;
         r.loss_by_position[i] += weight * loss[n];
         scored_at[i] += weight;

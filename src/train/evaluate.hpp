@@ -27,8 +27,13 @@ struct EvalResult {
 // (0 = none). The model's memory is reset before and after; its trained memory length restored.
 // Positions are contiguous (0..L-1), unless sample_positions: then a model trained with
 // randomized positions keeps sampling them, as Ruoss et al.'s reference code does at test time.
+// token_losses, if given, receives the loss of every scored token in reading order (batch by
+// batch, row by row, position by position): with the same source, batch and segment length,
+// token k is the same text whatever the memory, so two evaluations can be compared token by
+// token (the relative effective context length needs it, notebooks/recl.py).
 EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_batches,
-                    int mem_len, bool continue_positions = false, bool sample_positions = false);
+                    int mem_len, bool continue_positions = false, bool sample_positions = false,
+                    std::vector<float>* token_losses = nullptr);
 
 // The same over a token stream (the validation split of a corpus), cut into `batch` rows.
 EvalResult evaluate_stream(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
