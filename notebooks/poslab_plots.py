@@ -345,6 +345,35 @@ def pilot_gate(summary, out_dir, name):
     return save(fig, out_dir, name)
 
 
+def reuse_speed(bench_dir, out_dir=None):
+    """`poslab bench --reuse`: evaluation tokens/s against attention length for the vanilla
+    sliding window, its per-segment variant and state reuse (log scales), with the speedup of
+    reuse over the vanilla model written at each point (Dai et al. 2019, Table 9)."""
+    table = pd.read_csv(os.path.join(bench_dir, "reuse_speed.csv"))
+    out_dir = out_dir or os.path.join(bench_dir, "figures")
+    fig, axes = panels([None], width=5.0, height=3.8)
+    ax = axes[0]
+    for column, label, colour in [
+            ("reuse_tokens_per_second", "state reuse (segment + memory)", "#17becf"),
+            ("per_segment_tokens_per_second", "sliding window, moves by a segment", "#7f7f7f"),
+            ("vanilla_tokens_per_second", "sliding window, one pass per token (vanilla)", "#d62728")]:
+        ax.plot(table["attn_len"], table[column], marker="o", markersize=3.5, color=colour,
+                label=label)
+    for _, row in table.iterrows():
+        ax.annotate(f"{row['speedup_vs_vanilla']:.0f}x", (row["attn_len"], row["reuse_tokens_per_second"]),
+                    xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xticks(table["attn_len"])
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
+    ax.set_xlabel("attention length A (tokens of context)")
+    ax.set_ylabel("evaluation tokens per second")
+    ax.set_title("speedup of state reuse over the vanilla model", fontsize=9)
+    ax.legend(loc="lower left", frameon=False, fontsize=7)
+    fig.tight_layout()
+    return save(fig, out_dir, "reuse_speed")
+
+
 def standard_figures(study_dir, out_dir=None):
     """Every figure that fits the study's columns; returns the written paths."""
     summary, positions = load(study_dir)
@@ -391,6 +420,10 @@ def main(argv):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
     for study_dir in argv[1:]:
+        if os.path.exists(os.path.join(study_dir, "reuse_speed.csv")):  # poslab bench --reuse
+            for path in reuse_speed(study_dir):
+                print(path)
+            continue
         if not os.path.exists(os.path.join(study_dir, "summary.csv")):
             print(f"poslab plot: error: {study_dir}/summary.csv not found "
                   f"(run the study first: build/poslab run experiments/NAME.toml)",
