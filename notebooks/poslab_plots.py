@@ -384,6 +384,9 @@ def standard_figures(study_dir, out_dir=None):
     if study.startswith("pilot_"):  # pilots choose settings: their own figures
         if "gate" in kinds:
             written += pilot_gate(summary, out_dir, "pilot_gate")
+        elif "memory" in kinds:  # a pilot of memory conditions: one curve per condition
+            lm = summary[~summary["variant"].astype(str).str.startswith("long_range")]
+            written += memory_curves(lm, out_dir, "pilot_memory")
         else:
             written += pilot_budget(summary, out_dir, "pilot_budget")
         written.append(poslab_stats.write_summary_ci(study_dir))
