@@ -24,6 +24,23 @@ def fmt(mean, low, high, n):
     return f"{mean:+.3f} [{low:+.3f}, {high:+.3f}], n={n}"
 
 
+def verdict(m, agrees, disagrees):
+    """agree / disagree / inconclusive for a measured interval m = (mean, low, high, n): the
+    claim is judged only with at least 2 seeds, by agrees(low, high) and disagrees(low, high)."""
+    _, low, high, n = m
+    if n >= 2 and agrees(low, high):
+        return "agree"
+    if n >= 2 and disagrees(low, high):
+        return "disagree"
+    return "inconclusive"
+
+
+# The rules of the claims tables, as (agrees, disagrees) pairs.
+ABOVE_ZERO = (lambda low, high: low > 0, lambda low, high: high < 0)
+BELOW_ZERO = (lambda low, high: high < 0, lambda low, high: low > 0)
+AT_MOST_005 = (lambda low, high: high <= 0.05, lambda low, high: low > 0.05)
+
+
 def growth(summary, encoding, corpus, factor):
     """Paired over seeds: loss at `factor` x the training length minus loss at 1x."""
     rows = summary[(summary["encoding.type"] == encoding) & (summary["variant"] == corpus)
@@ -63,38 +80,20 @@ def lm_extrapolation(study_dir):
         for encoding, claim in [("sinusoidal", "sinusoidal: loss explodes on longer inputs"),
                                 ("rope", "rotary: loss grows on longer inputs")]:
             m = growth(summary, encoding, corpus, top)
-            verdict = "inconclusive"
-            if m[3] >= 2 and m[1] > 0:
-                verdict = "agree"
-            elif m[3] >= 2 and m[2] <= 0:
-                verdict = "disagree"
-            lines.append(f"| {claim} | {encoding}: {fmt(*m)} | interval above 0 | {verdict} |")
+            lines.append(f"| {claim} | {encoding}: {fmt(*m)} | interval above 0 | "
+                         f"{verdict(m, *ABOVE_ZERO)} |")
         # T5: Press et al. find it no worse than at L up to ~5x, and worse only at ~25x.
         m = growth(summary, "t5_bias", corpus, 2.0)
-        verdict = "inconclusive"
-        if m[3] >= 2 and m[2] <= 0.05:
-            verdict = "agree"
-        elif m[3] >= 2 and m[1] > 0.05:
-            verdict = "disagree"
         lines.append(f"| T5 bias: no worse at 2x than at 1x (degrades only far beyond) | t5_bias, "
-                     f"loss at 2x minus 1x: {fmt(*m)} | upper end <= +0.05 | {verdict} |")
+                     f"loss at 2x minus 1x: {fmt(*m)} | upper end <= +0.05 | "
+                     f"{verdict(m, *AT_MOST_005)} |")
         m = growth(summary, "alibi", corpus, top)
-        verdict = "inconclusive"
-        if m[3] >= 2 and m[2] <= 0.05:
-            verdict = "agree"
-        elif m[3] >= 2 and m[1] > 0.05:
-            verdict = "disagree"
         lines.append(f"| ALiBi: flat (or better) on longer inputs | alibi: {fmt(*m)} | "
-                     f"upper end <= +0.05 | {verdict} |")
+                     f"upper end <= +0.05 | {verdict(m, *AT_MOST_005)} |")
         for other in ("sinusoidal", "rope"):
             m = paired_at(summary, "alibi", other, corpus, top)
-            verdict = "inconclusive"
-            if m[3] >= 2 and m[2] < 0:
-                verdict = "agree"
-            elif m[3] >= 2 and m[1] > 0:
-                verdict = "disagree"
             lines.append(f"| ALiBi beats {other} at {top:g}x | alibi - {other}: {fmt(*m)} | "
-                         f"interval below 0 | {verdict} |")
+                         f"interval below 0 | {verdict(m, *BELOW_ZERO)} |")
         for encoding in ("none", "learned", "transformer_xl"):
             m = growth(summary, encoding, corpus, top)
             lines.append(f"| (no claim in Press et al.; measured for reference) | {encoding}: "
@@ -122,15 +121,6 @@ def state_reuse(study_dir, task="lm"):
         common = a.index.intersection(b.index)
         return poslab_stats.t_interval((a[common] - b[common]).tolist())
 
-    def verdict(m, claim_positive):
-        """claim_positive: the claim says the difference is > 0."""
-        mean, low, high, n = m
-        if n < 2:
-            return "inconclusive"
-        if claim_positive:
-            return "agree" if low > 0 else ("disagree" if high < 0 else "inconclusive")
-        return "agree" if high < 0 else ("disagree" if low > 0 else "inconclusive")
-
     longest = rows["mem_len"].max()
     lines = [f"\n**{task}** (loss in nats per scored token; trained memory {m_train}, evaluation "
              f"memories {', '.join(str(int(v)) for v in sorted(rows['mem_len'].unique()))})\n",
@@ -138,19 +128,19 @@ def state_reuse(study_dir, task="lm"):
              "|---|---|---|"]
     m = paired(loss("sinusoidal", 0, m_train), loss("sinusoidal", 0, 0))
     lines.append(f"| absolute positions break under state reuse | sinusoidal trained without memory, "
-                 f"memory {m_train} minus memory 0: {fmt(*m)} | {verdict(m, True)} |")
+                 f"memory {m_train} minus memory 0: {fmt(*m)} | {verdict(m, *ABOVE_ZERO)} |")
     for enc in ("transformer_xl", "shaw"):
         m = paired(loss(enc, m_train, m_train), loss(enc, 0, m_train))
         lines.append(f"| training with recurrence helps ({enc}) | trained with memory {m_train} "
                      f"minus trained without, both evaluated at memory {m_train}: {fmt(*m)} | "
-                     f"{verdict(m, False)} |")
+                     f"{verdict(m, *BELOW_ZERO)} |")
     m = paired(loss("transformer_xl", m_train, longest), loss("transformer_xl", m_train, m_train))
     lines.append(f"| a longer evaluation memory helps a relative encoding | transformer_xl, memory "
-                 f"{longest} minus memory {m_train}: {fmt(*m)} | {verdict(m, False)} |")
+                 f"{longest} minus memory {m_train}: {fmt(*m)} | {verdict(m, *BELOW_ZERO)} |")
     for a, b in (("transformer_xl", "shaw"), ("shaw", "sinusoidal")):
         m = paired(loss(a, m_train, m_train), loss(b, m_train, m_train))
         lines.append(f"| with recurrence, {a} < {b} | {a} minus {b}, both trained and evaluated "
-                     f"at memory {m_train}: {fmt(*m)} | {verdict(m, False)} |")
+                     f"at memory {m_train}: {fmt(*m)} | {verdict(m, *BELOW_ZERO)} |")
     return "\n".join(lines)
 
 

@@ -297,7 +297,6 @@ def pilot_budget(summary, out_dir, name):
     """A pilot of training budgets: validation loss at the training length against steps, one
     line per condition (its variant name without the step count, e.g. xl_m32_6000 -> xl_m32),
     with the bigram baseline of the validation split for scale."""
-    import re
     rows = summary[summary["kind"] == "main"].dropna(subset=["loss"]).copy()
     parsed = rows["variant"].astype(str).str.extract(r"^(.*?)_(\d+)(_.*)?$")
     rows["condition"] = parsed[0] + parsed[2].fillna("")

@@ -11,10 +11,7 @@ Families and their hues (docs/05-beyond.md explains the families):
 A variant of an encoding (randomized positions, another option) keeps the encoding's colour and
 changes the line style.
 """
-import matplotlib
-
-matplotlib.use("Agg") if matplotlib.get_backend() == "" else None
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 ENCODING_ORDER = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "deberta",
                   "t5_bias", "alibi", "kerple", "fire", "rope", "example_distance_bias"]

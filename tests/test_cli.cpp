@@ -95,14 +95,20 @@ TEST_CASE("eval of a directory that is not a run exits 1", "[cli]") {
   CHECK_THAT(r.err, Contains("poslab: error:") && Contains("nothing"));
 }
 
+// DIR/tiny.toml: a model small enough to train in a second, plus `extra` sections.
+static fs::path write_tiny_config(const fs::path& dir, const std::string& extra) {
+  const fs::path config = dir / "tiny.toml";
+  std::ofstream(config) << "[model]\nd_model = 8\nn_layers = 1\nn_heads = 2\nd_inner = 16\n"
+                           "[train]\nseq_len = 8\nbatch_size = 2\nsteps = 2\n"
+                        << extra;
+  return config;
+}
+
 TEST_CASE("train never writes over a run: it refuses, or with --force moves the old one aside",
           "[cli]") {
   ScratchDirectory scratch;
   const fs::path out_dir = scratch.path / "run";
-  const fs::path config = scratch.path / "tiny.toml";
-  std::ofstream(config) << "[model]\nd_model = 8\nn_layers = 1\nn_heads = 2\nd_inner = 16\n"
-                           "[train]\nseq_len = 8\nbatch_size = 2\nsteps = 2\n"
-                           "[eval]\nbatches = 1\n";
+  const fs::path config = write_tiny_config(scratch.path, "[eval]\nbatches = 1\n");
   const std::string train =
       "train --config '" + config.string() + "' --out '" + out_dir.string() + "'";
   REQUIRE(run_poslab(train).exit_code == 0);
@@ -135,10 +141,9 @@ TEST_CASE("eval --token-losses writes one loss per scored token, the same tokens
           "[cli]") {
   ScratchDirectory scratch;
   const fs::path run = scratch.path / "run";
-  const fs::path config = scratch.path / "tiny.toml";
-  std::ofstream(config) << "[model]\nd_model = 8\nn_layers = 1\nn_heads = 2\nd_inner = 16\n"
-                           "[encoding]\ntype = \"transformer_xl\"\n[memory]\nmem_len = 4\n"
-                           "[train]\nseq_len = 8\nbatch_size = 2\nsteps = 2\n[eval]\nbatches = 3\n";
+  const fs::path config = write_tiny_config(
+      scratch.path, "[encoding]\ntype = \"transformer_xl\"\n[memory]\nmem_len = 4\n"
+                    "[eval]\nbatches = 3\n");
   REQUIRE(run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'")
               .exit_code == 0);
   for (int memory : {0, 4, 16}) {
