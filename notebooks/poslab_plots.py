@@ -322,7 +322,9 @@ def pilot_gate(summary, out_dir, name):
     """A pilot of task settings: exact match on the largest training sizes (the gate set), one
     group of bars per task (variant), one bar per encoding, with the 95% gate threshold."""
     rows = summary[summary["kind"] == "gate"].dropna(subset=["exact_match"]).copy()
-    if "task.name" in rows:  # tasks as an axis: one group per (variant, task)
+    if "variant" not in rows:  # no variants: one group, named by the task if the study has one
+        rows["variant"] = rows["task.name"] if "task.name" in rows else "(one task)"
+    elif "task.name" in rows:  # tasks as an axis: one group per (variant, task)
         rows["variant"] = rows["variant"].astype(str) + "\n" + rows["task.name"].astype(str)
     variants = list(dict.fromkeys(rows["variant"]))
     encodings = ordered(rows["encoding.type"])
@@ -338,6 +340,8 @@ def pilot_gate(summary, out_dir, name):
     ax.set_xticks(range(len(variants)), variants)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("exact match, largest training sizes")
+    if "study" in rows:
+        ax.set_title(str(rows["study"].iloc[0]), fontsize=9)
     poslab_style.reference_line(ax, 0.95, "gate 0.95")
     poslab_style.legend_outside(fig, [ax])
     fig.tight_layout()

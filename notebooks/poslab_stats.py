@@ -91,9 +91,19 @@ def gate_passed(summary, ungated_tasks=NEGATIVE_CONTROLS):
         return pd.Series(True, index=summary.index)
     value = summary["in_distribution_ok"].astype(str).str.lower()
     passed = value != "false"
-    if "task.name" in summary:
-        passed |= summary["task.name"].isin(ungated_tasks)
+    task = task_column(summary)
+    if task:
+        passed |= summary[task].isin(ungated_tasks)
     return passed
+
+
+def task_column(summary):
+    """The column that names the task: task.name when the study sweeps it, else the variant
+    (studies such as length_generalization give each task its own variant, named after it)."""
+    for column in ("task.name", "variant"):
+        if column in summary:
+            return column
+    return None
 
 
 def aggregate(summary, ungated_tasks=NEGATIVE_CONTROLS):
