@@ -144,6 +144,172 @@ def state_reuse(study_dir, task="lm"):
     return "\n".join(lines)
 
 
+# --- Length generalization (Kazemnejad et al. 2023; Ruoss et al. 2023) -------------------------
+
+TRANSDUCTION_TASKS = ("copy", "reverse", "sort")
+ABSOLUTE = ("sinusoidal", "learned")
+
+
+def task_rows(summary, task, kind, factor=None):
+    """The gated rows of one task (the study's variant) and evaluation kind, at one factor."""
+    rows = summary[(summary["variant"] == task) & (summary["kind"] == kind)]
+    if factor is not None:
+        rows = rows[rows["factor"] == factor]
+    return rows[poslab_stats.gate_passed(rows)]
+
+
+def by_seed(rows, encoding, metric="exact_match"):
+    return rows[rows["encoding.type"] == encoding].set_index("train.seed")[metric].dropna()
+
+
+def paired_series(a, b):
+    common = a.index.intersection(b.index)
+    return poslab_stats.t_interval((a[common] - b[common]).tolist())
+
+
+def gate_table(summary):
+    """Per task and encoding: exact match on the gate setting (mean over every seed, gated or
+    not) and how many seeds pass the gate."""
+    lines = ["| task | " + " | ".join(poslab_stats_label(e) for e in encodings_of(summary)) + " |",
+             "|---|" + "---|" * len(encodings_of(summary))]
+    for task in dict.fromkeys(summary["variant"]):
+        cells = []
+        for encoding in encodings_of(summary):
+            gate_kind = "gate_sampled" if (summary["kind"] == "gate_sampled").any() else "gate"
+            rows = summary[(summary["variant"] == task) & (summary["encoding.type"] == encoding)
+                           & (summary["kind"] == gate_kind)]
+            if rows.empty:
+                cells.append("")
+                continue
+            passed = int(poslab_stats.gate_passed(rows).sum()) if task not in \
+                poslab_stats.NEGATIVE_CONTROLS else None
+            mean = rows["exact_match"].mean()
+            gate_note = f" ({passed}/{len(rows)} pass)" if passed is not None else " (not gated)"
+            cells.append(f"{mean:.3f}{gate_note}")
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def encodings_of(summary):
+    return list(dict.fromkeys(summary["encoding.type"]))
+
+
+def poslab_stats_label(encoding):
+    return {"none": "NoPE", "transformer_xl": "XL", "t5_bias": "T5", "alibi": "ALiBi",
+            "rope": "RoPE"}.get(encoding, encoding)
+
+
+def factor_table(summary, task, kind="length", metric="exact_match"):
+    """Per encoding (rows) and length factor (columns): mean [95% interval] over gated seeds."""
+    rows = summary[(summary["variant"] == task) & (summary["kind"] == kind)]
+    factors = sorted(rows["factor"].unique())
+    lines = ["| encoding | " + " | ".join(f"{f:g}x" for f in factors) + " |",
+             "|---|" + "---|" * len(factors)]
+    for encoding in encodings_of(rows):
+        cells = []
+        for f in factors:
+            part = task_rows(summary, task, kind, f)
+            mean, low, high, n = poslab_stats.t_interval(by_seed(part, encoding, metric).tolist())
+            if n == 0:
+                cells.append("dropped")
+            elif n == 1 or low != low:
+                cells.append(f"{mean:.2f} (n=1)")
+            else:
+                cells.append(f"{mean:.2f} [{max(low, 0):.2f}, {min(high, 1):.2f}]"
+                             + ("" if n >= 3 else f" n={n}"))
+        lines.append(f"| {encoding} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def combined_verdict(parts):
+    """One verdict for a claim measured by several comparisons: the common verdict if they
+    agree, else each comparison's verdict by name."""
+    verdicts = [v for _, v in parts]
+    if len(set(verdicts)) == 1:
+        return verdicts[0]
+    return ", ".join(f"{v} ({name})" for name, v in parts)
+
+
+def comparison_row(claim, task, better, others, rows, rule=ABOVE_ZERO):
+    measured, parts = [], []
+    for other in others:
+        m = paired_series(by_seed(rows, better), by_seed(rows, other))
+        measured.append(f"{better} - {other}: {fmt(*m)}")
+        parts.append((other, verdict(m, *rule)))
+    return f"| {claim} | {task} | {'; '.join(measured)} | {combined_verdict(parts)} |"
+
+
+def length_generalization(study_dir, factor=2.0):
+    summary = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    randomized_dir = study_dir + "_randomized"
+    randomized = (pd.read_csv(os.path.join(randomized_dir, "summary.csv"))
+                  if os.path.exists(os.path.join(randomized_dir, "summary.csv")) else None)
+    lines = []
+    for name, frame in (("plain", summary), ("randomized", randomized)):
+        if frame is None:
+            continue
+        runs = frame.drop_duplicates("run")
+        dropped = runs[~poslab_stats.gate_passed(runs)]
+        listed = ", ".join(dropped["run"]) if 0 < len(dropped) <= 12 else \
+            ("none" if len(dropped) == 0 else "see the table")
+        lines += [f"\n**Gate, {name} positions** (exact match on the test instances of the "
+                  f"largest training sizes, mean over seeds; a run passes at >= 0.95). "
+                  f"{len(runs)} runs, {len(dropped)} dropped: {listed}\n", gate_table(frame)]
+
+    lines += [f"\n**Claims** (exact match at {factor:g}x the training length, paired over the "
+              f"seeds that pass the gate in both conditions; rule: interval above 0)\n",
+              "| published claim | task | measured | verdict |", "|---|---|---|---|"]
+    for better, claim in (("none", "NoPE generalizes better than absolute positions"),
+                          ("t5_bias", "T5's bias generalizes better than absolute positions"),
+                          ("none", "NoPE generalizes better than ALiBi and RoPE"),
+                          ("t5_bias", "T5's bias generalizes better than ALiBi and RoPE")):
+        others = ABSOLUTE if "absolute" in claim else ("alibi", "rope")
+        for task in TRANSDUCTION_TASKS:
+            lines.append(comparison_row(claim + " (Kazemnejad et al.)", task, better, others,
+                                        task_rows(summary, task, "length", factor)))
+    # Parity: token accuracy within 0.05 of chance at every factor beyond training.
+    parity = summary[(summary["variant"] == "parity") & (summary["kind"] == "length")
+                     & (summary["factor"] > 1.0)]
+    within = (lambda lo, hi: lo >= 0.45 and hi <= 0.55, lambda lo, hi: lo > 0.55 or hi < 0.45)
+    measured, parts = [], []
+    for encoding in encodings_of(parity):
+        intervals = [poslab_stats.t_interval(by_seed(parity[parity["factor"] == f], encoding,
+                                                     "accuracy").tolist())
+                     for f in sorted(parity["factor"].unique())]
+        lo = min(m[1] for m in intervals)
+        hi = max(m[2] for m in intervals)
+        n = min(m[3] for m in intervals)
+        measured.append(f"{encoding} [{lo:.3f}, {hi:.3f}]")
+        parts.append((encoding, verdict((0, lo, hi, n), *within)))
+    if measured:
+        lines.append(f"| parity fails for every encoding beyond training (Ruoss et al.) | parity | "
+                     f"accuracy, union of the 95% intervals over factors > 1: {'; '.join(measured)}"
+                     f" (rule: within 0.5 +- 0.05) | {combined_verdict(parts)} |")
+    if randomized is not None:
+        for task in dict.fromkeys(randomized["variant"]):
+            plain = task_rows(summary, task, "length", factor)
+            for encoding in encodings_of(randomized):
+                measured, parts = [], []
+                for label, kind in (("sampled", "length_sampled"), ("contiguous", "length")):
+                    rows = task_rows(randomized, task, kind, factor)
+                    m = paired_series(by_seed(rows, encoding), by_seed(plain, encoding))
+                    measured.append(f"{label} positions at evaluation: {fmt(*m)}")
+                    parts.append((label, verdict(m, *ABOVE_ZERO)))
+                lines.append(f"| randomized positions raise accuracy on longer inputs (Ruoss et "
+                             f"al.) | {task} | {encoding}, randomized - plain; "
+                             f"{'; '.join(measured)} | {combined_verdict(parts)} |")
+    for task in dict.fromkeys(summary["variant"]):
+        metric = "accuracy" if task in poslab_stats.NEGATIVE_CONTROLS else "exact_match"
+        lines += [f"\n**{task}**: {metric.replace('_', ' ')} by evaluation length (mean [95% "
+                  f"interval] over gated seeds)\n", factor_table(summary, task, metric=metric)]
+    if randomized is not None:
+        for task in dict.fromkeys(randomized["variant"]):
+            for kind in ("length_sampled", "length"):
+                how = "sampled" if kind.endswith("sampled") else "contiguous"
+                lines += [f"\n**{task}, randomized positions** ({how} positions at evaluation): "
+                          f"exact match\n", factor_table(randomized, task, kind=kind)]
+    return "\n".join(lines)
+
 def main(argv):
     if len(argv) != 2 or argv[1] in ("-h", "--help"):
         print(__doc__)
@@ -152,6 +318,9 @@ def main(argv):
     name = os.path.basename(study_dir)
     if name.startswith("lm_extrapolation"):
         print(lm_extrapolation(study_dir))
+        return 0
+    if name == "length_generalization" or name.startswith("length_generalization-"):
+        print(length_generalization(study_dir))
         return 0
     if name.startswith("state_reuse"):
         print(state_reuse(study_dir))

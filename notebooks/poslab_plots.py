@@ -166,6 +166,46 @@ def length_generalization(summary, out_dir, metric="accuracy", name=None):
     return save(fig, out_dir, name or f"length_generalization_{metric}")
 
 
+def randomized_vs_plain(plain, randomized, out_dir, metric="exact_match"):
+    """Ruoss et al.'s comparison: one panel per (task, encoding) of the randomized study, exact
+    match against evaluation length for the plain model and for the randomized one, evaluated
+    with positions sampled as in training and with contiguous positions."""
+    cells = [(task, encoding) for task in dict.fromkeys(randomized["variant"])
+             for encoding in ordered(randomized["encoding.type"])]
+    columns = len(set(e for _, e in cells))
+    fig, axes = panels(cells, width=2.6, height=2.4, columns=columns)
+    curves = (("plain", plain, "length", dict(ls="-", marker="o")),
+              ("randomized, sampled positions", randomized, "length_sampled",
+               dict(ls="--", marker="s")),
+              ("randomized, contiguous positions", randomized, "length",
+               dict(ls=":", marker="^")))
+    for ax, (task, encoding) in zip(axes, cells):
+        for name, frame, kind, style in curves:
+            rows = frame[(frame["variant"] == task) & (frame["encoding.type"] == encoding)
+                         & (frame["kind"] == kind)].dropna(subset=[metric])
+            line = mean_band(ax, rows, "factor", metric, encoding, **style)  # encoding's colour
+            if line is not None:
+                line.set_label(name)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(randomized["factor"].dropna().unique()))
+        ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_title(f"{task}, {poslab_style.label(encoding)}", fontsize=9)
+        ax.set_xlabel("evaluation length / training length", fontsize=8)
+        ax.set_ylabel(metric.replace("_", " "), fontsize=8)
+        poslab_style.reference_line(ax, 1.0, "trained", axis="x")
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes[1:]:  # the first panel may miss a curve its gate dropped
+        for h, l in zip(*ax.get_legend_handles_labels()):
+            if l not in labels:
+                handles.append(h)
+                labels.append(l)
+    fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=8,
+               bbox_to_anchor=(0.5, -0.02))
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return save(fig, out_dir, f"randomized_vs_plain_{metric}")
+
+
 def memory_curves(summary, out_dir, figure_name="loss_vs_memory"):
     """Loss vs evaluation memory length, one panel per (task or corpus, trained memory), one
     curve per encoding; a dotted line marks the memory the models were trained with."""
@@ -394,7 +434,8 @@ def standard_figures(study_dir, out_dir=None):
             written += pilot_budget(summary, out_dir, "pilot_budget")
         written.append(poslab_stats.write_summary_ci(study_dir))
         return written
-    language_model = "task.name" not in summary or set(summary["task.name"]) == {"lm"}
+    # A language-model study scores tokens, a task study scores answers (exact match).
+    language_model = "exact_match" not in summary or summary["exact_match"].isna().all()
     if "length" in kinds and language_model:  # LM extrapolation: loss against input length
         written += length_generalization(summary, out_dir, "loss", "loss_vs_length")
     elif "length" in kinds:
@@ -402,6 +443,12 @@ def standard_figures(study_dir, out_dir=None):
         written += length_generalization(summary, out_dir, "loss")
         if "exact_match" in summary:
             written += length_generalization(summary, out_dir, "exact_match")
+    if "length_sampled" in kinds:  # randomized positions: beside the plain study's runs
+        plain_dir = study_dir.rstrip("/")
+        plain_dir = plain_dir[:-len("_randomized")] if plain_dir.endswith("_randomized") else ""
+        if plain_dir and os.path.exists(os.path.join(plain_dir, "summary.csv")):
+            plain, _ = load(plain_dir)
+            written += randomized_vs_plain(plain, summary, out_dir)
     if "variant" in summary and "encoding.clip_k" in summary:
         written += shaw_clip(summary, out_dir)
     elif "variant" in summary and summary["variant"].notna().any() and "length" not in kinds:
