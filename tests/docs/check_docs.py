@@ -1,0 +1,247 @@
+"""Docs that stay true: checks the README and docs/ against the code and the committed results.
+
+    /usr/bin/python3 tests/docs/check_docs.py build/poslab          (CTest: docs_true)
+    /usr/bin/python3 tests/docs/check_docs.py --self-test           (the checks can fail)
+
+1. Claims tables. A block
+       <!-- claims: results/lm_extrapolation -->
+       ...
+       <!-- /claims -->
+   must hold exactly what `notebooks/claims.py results/lm_extrapolation` prints today from the
+   committed summary.csv. Editing a number by hand, or a result changing under the text, fails.
+2. Quoted numbers. A number followed by a marker
+       1.414<!--= results/lm_extrapolation/summary_ci.csv variant=python encoding.type=alibi
+                  kind=length factor=16 loss_mean -->
+   must equal that cell (the one row the key=value filters select) rounded to the decimals the
+   text shows. The marker is an HTML comment: invisible in the rendered page. Inside a block
+       <!-- results -->  ...  <!-- /results -->
+   every decimal number must carry a marker (or sit in a claims block).
+3. Commands. Every `build/poslab SUBCOMMAND ...` line in a code block or inline code names an
+   existing subcommand, and every --option it uses is in that subcommand's --help.
+4. Links and paths. Every relative Markdown link, and every experiments/*.toml or results/...
+   path written in inline code, exists in the repository (unless the text marks it as a file the
+   reader writes: `experiments/mine.toml`<!-- a file you write -->).
+Every problem is printed as FILE:LINE: what is wrong; the exit code is 1 if there is any.
+"""
+import os
+import re
+import subprocess
+import sys
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PYTHON = "/usr/bin/python3"
+
+NUMBER = r"[-+]?\d[\d,]*(?:\.\d+)?"
+MARKED = re.compile(rf"({NUMBER})<!--=\s*(.+?)\s*-->", re.S)
+CLAIMS = re.compile(r"<!-- claims: (\S+) -->\n(.*?)<!-- /claims -->", re.S)
+RESULTS = re.compile(r"<!-- results -->(.*?)<!-- /results -->", re.S)
+DECIMAL = re.compile(r"(?<![\w.\-/])[-+]?\d+\.\d+(?!\w|\.\d)")
+COMMAND = re.compile(r"build/poslab ([a-z]+)((?:[^\n`]|\\\n)*)")
+NEW_FILE = "<!-- a file you write -->"
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
+CODE_PATH = re.compile(r"`((?:experiments|results|notebooks|scripts|src|tests|bench)/[^`\s*<>]+)`")
+
+
+def documents():
+    yield os.path.join(REPO, "README.md")
+    for name in sorted(os.listdir(os.path.join(REPO, "docs"))):
+        if name.endswith(".md"):
+            yield os.path.join(REPO, "docs", name)
+    exercises = os.path.join(REPO, "docs", "exercises")
+    if os.path.isdir(exercises):
+        for name in sorted(os.listdir(exercises)):
+            if name.endswith(".md"):
+                yield os.path.join(exercises, name)
+
+
+def line_of(text, offset):
+    return text.count("\n", 0, offset) + 1
+
+
+def lookup(spec, base_dir):
+    """The value a marker names: 'PATH key=value ... COLUMN' -> (value, error)."""
+    import pandas as pd
+    parts = spec.split()
+    if len(parts) < 2:
+        return None, f"marker '{spec}' needs a file and a column"
+    path, filters, column = parts[0], parts[1:-1], parts[-1]
+    full = os.path.join(REPO, path)
+    if not os.path.exists(full):
+        return None, f"marker names {path}, which does not exist"
+    frame = pd.read_csv(full)
+    if column not in frame:
+        return None, f"{path} has no column '{column}'"
+    for f in filters:
+        if "=" not in f:
+            return None, f"marker filter '{f}' is not key=value"
+        key, value = f.split("=", 1)
+        if key not in frame:
+            return None, f"{path} has no column '{key}'"
+        try:
+            frame = frame[frame[key].astype(float) == float(value)]
+        except ValueError:
+            frame = frame[frame[key].astype(str) == value]
+    if len(frame) != 1:
+        return None, f"marker '{spec}' selects {len(frame)} rows of {path}, not 1"
+    return frame[column].iloc[0], None
+
+
+def decimals(shown):
+    return len(shown.split(".")[1]) if "." in shown else 0
+
+
+def check_numbers(path, text, problems):
+    for m in MARKED.finditer(text):
+        shown, spec = m.group(1), " ".join(m.group(2).split())
+        value, error = lookup(spec, os.path.dirname(path))
+        where = f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}"
+        if error:
+            problems.append(f"{where}: {error}")
+            continue
+        number = float(shown.replace(",", ""))
+        expected = round(float(value), decimals(shown))
+        if abs(number - expected) > 1e-9 * max(1.0, abs(expected)):
+            problems.append(f"{where}: the text says {shown}, {spec} is {float(value):.6g} "
+                            f"(rounded: {expected:.{decimals(shown)}f})")
+    claims_spans = [(m.start(), m.end()) for m in CLAIMS.finditer(text)]
+    for block in RESULTS.finditer(text):
+        body_start = block.start(1)
+        body = block.group(1)
+        marked = {body_start + m.start(1) for m in MARKED.finditer(body)}
+        for d in DECIMAL.finditer(body):
+            at = body_start + d.start()
+            if at in marked or any(a <= at < b for a, b in claims_spans):
+                continue
+            problems.append(f"{os.path.relpath(path, REPO)}:{line_of(text, at)}: the number "
+                            f"{d.group(0)} in a results block has no <!--= source --> marker")
+
+
+def check_claims(path, text, problems):
+    for m in CLAIMS.finditer(text):
+        study = m.group(1)
+        where = f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}"
+        done = subprocess.run([PYTHON, os.path.join(REPO, "notebooks", "claims.py"),
+                               os.path.join(REPO, study)], capture_output=True, text=True)
+        if done.returncode != 0:
+            problems.append(f"{where}: claims.py {study} failed: {done.stderr.strip()[-300:]}")
+            continue
+        if done.stdout.strip() != m.group(2).strip():
+            written = m.group(2).strip().splitlines()
+            printed = done.stdout.strip().splitlines()
+            first = next((i for i, (a, b) in enumerate(zip(written, printed)) if a != b),
+                         min(len(written), len(printed)))
+            problems.append(f"{where}: the claims table of {study} is not what claims.py prints "
+                            f"(first difference at block line {first + 1}:\n"
+                            f"    written: {written[first] if first < len(written) else '(end)'}\n"
+                            f"    printed: {printed[first] if first < len(printed) else '(end)'})")
+
+
+def help_text(poslab, command, cache={}):
+    if command not in cache:
+        args = [poslab] + ([command] if command else []) + ["--help"]
+        done = subprocess.run(args, capture_output=True, text=True)
+        cache[command] = done.stdout if done.returncode == 0 else None
+    return cache[command]
+
+
+def check_commands(path, text, poslab, problems):
+    top = help_text(poslab, "")
+    for m in COMMAND.finditer(text):
+        command, rest = m.group(1), m.group(2)
+        where = f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}"
+        if top is None or not re.search(rf"^\s+{command}\b", top, re.M):
+            problems.append(f"{where}: 'poslab {command}' is not a subcommand of poslab")
+            continue
+        sub = help_text(poslab, command) or ""
+        rest = rest.split("#")[0]  # a shell comment may mention anything
+        for option in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
+            if option not in sub:
+                problems.append(f"{where}: 'poslab {command}' has no option {option}")
+
+
+def check_paths(path, text, problems):
+    here = os.path.dirname(path)
+    for m in LINK.finditer(text):
+        target = m.group(1)
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        if not os.path.exists(os.path.normpath(os.path.join(here, target))):
+            problems.append(f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}: the link "
+                            f"{target} points to nothing")
+    for m in CODE_PATH.finditer(text):
+        target = m.group(1).rstrip(".,:;")
+        if text.startswith(NEW_FILE, m.end()):
+            continue  # a file the reader is asked to write
+        if "NAME" in target or "STUDY" in target or "..." in target or "<" in target:
+            continue  # a pattern, not a path
+        if not os.path.exists(os.path.join(REPO, target)):
+            # runs/ and configs/ are written by a study and not committed
+            if "/runs/" in target or "/configs/" in target or target.endswith("/runs"):
+                continue
+            problems.append(f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}: the path "
+                            f"{target} does not exist")
+
+
+def check(poslab, paths=None):
+    problems = []
+    for path in paths or documents():
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        check_claims(path, text, problems)
+        check_numbers(path, text, problems)
+        check_commands(path, text, poslab, problems)
+        check_paths(path, text, problems)
+    return problems
+
+
+def self_test(poslab):
+    """Plants one mistake of each kind in a scratch document and requires the check to see it."""
+    import tempfile
+    summary = "results/lm_extrapolation/summary_ci.csv"
+    spec = f"{summary} variant=python encoding.type=alibi kind=length factor=16 loss_mean"
+    value, error = lookup(spec, REPO)
+    assert error is None, error
+    right = f"{value:.3f}"
+    wrong = f"{value + 0.01:.3f}"
+    cases = {
+        "right number": (f"ALiBi reaches {right}<!--= {spec} --> at 16x.\n", 0),
+        "wrong number": (f"ALiBi reaches {wrong}<!--= {spec} --> at 16x.\n", 1),
+        "unmarked number in results": (f"<!-- results -->\nALiBi reaches {right}.\n"
+                                       f"<!-- /results -->\n", 1),
+        "unknown subcommand": ("```bash\nbuild/poslab trian --config x.toml\n```\n", 1),
+        "unknown option": ("```bash\nbuild/poslab run experiments/quickstart.toml --jbos 2\n```\n", 1),
+        "dead link": ("See [the chapter](no-such-chapter.md).\n", 1),
+        "missing path": ("Run `experiments/no_such_study.toml`.\n", 1),
+        "edited claims table": ("<!-- claims: results/lm_extrapolation -->\n| made up |\n"
+                                "<!-- /claims -->\n", 1),
+    }
+    failures = []
+    with tempfile.TemporaryDirectory(dir=os.path.join(REPO, "docs")) as scratch:
+        for name, (text, expected) in cases.items():
+            path = os.path.join(scratch, "case.md")
+            with open(path, "w") as f:
+                f.write(text)
+            found = check(poslab, [path])
+            if len(found) != expected:
+                failures.append(f"{name}: expected {expected} problem(s), found {found}")
+    for f in failures:
+        print("self-test:", f)
+    print(f"self-test: {len(cases) - len(failures)} of {len(cases)} planted cases behave")
+    return 1 if failures else 0
+
+
+def main(argv):
+    if len(argv) == 3 and argv[1] == "--self-test":
+        return self_test(os.path.abspath(argv[2]))
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(argv) == 2 else 2
+    problems = check(os.path.abspath(argv[1]))
+    for p in problems:
+        print(p)
+    print(f"check_docs: {len(problems)} problem(s) in README.md and docs/")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
