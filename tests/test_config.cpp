@@ -127,8 +127,8 @@ continue_positions = true
 half_loss = true
 
 [data]
-path = "C:\\odd \"path\"\twith\nescapes"
-include = ["*.py", "odd \"glob\"\t[!x]*"]
+path = "C:\\odd \"path\" with 'escapes'"
+include = ["*.py", "odd \"glob\" [!x]*"]
 exclude = ["test/*"]
 valid_fraction = 0.05
 test_fraction = 0.07
@@ -194,8 +194,8 @@ TEST_CASE("every section and key reaches its struct member", "[config]") {
   CHECK(c.encoding.options.get_string("mode") == "concat");
   CHECK_FALSE(c.encoding.options.get_bool("learned"));
   CHECK(c.memory.mem_len == 32);
-  CHECK(c.data.path == "C:\\odd \"path\"\twith\nescapes");
-  CHECK(c.data.include == std::vector<std::string>{"*.py", "odd \"glob\"\t[!x]*"});
+  CHECK(c.data.path == "C:\\odd \"path\" with 'escapes'");
+  CHECK(c.data.include == std::vector<std::string>{"*.py", "odd \"glob\" [!x]*"});
   CHECK(c.data.exclude == std::vector<std::string>{"test/*"});
   CHECK(c.data.test_fraction == 0.07);
   CHECK(c.data.split == "file");

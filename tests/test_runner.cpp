@@ -506,10 +506,10 @@ TEST_CASE("a tiny study runs two at a time, then resumes only what is missing", 
 TEST_CASE("a failing run is reported with its log; the others complete; exit code 1",
           "[runner]") {
   ScratchDirectory scratch;
-  // The learned table has 4 positions, the segments 8: the run fails once it trains.
+  // The corpus does not exist: a valid config, but the run fails once it starts.
   TwoRunStudy two(scratch.path,
                   "[[variant]]\nname = \"ok\"\n[[variant]]\nname = \"broken\"\n"
-                  "set = { \"encoding.type\" = \"learned\", \"encoding.max_len\" = 4 }\n");
+                  "set = { \"data.path\" = \"/nonexistent/corpus.txt\" }\n");
   const Outcome r = run_poslab("run two.toml --jobs 2 --out out", scratch.path);
   INFO(r.out << r.err);
   CHECK(r.exit_code == 1);
@@ -521,7 +521,7 @@ TEST_CASE("a failing run is reported with its log; the others complete; exit cod
       CHECK_FALSE(fs::exists(scratch.path / layout.run_dir(run) / "eval.json"));
       CHECK_THAT(r.out, Contains("[FAILED] " + run.id) &&
                             Contains("log: " + layout.log_file(run).string()));
-      CHECK_THAT(read_file(scratch.path / layout.log_file(run)), Contains("max_len"));
+      CHECK_THAT(read_file(scratch.path / layout.log_file(run)), Contains("/nonexistent/"));
     }
   }
   CHECK_THAT(r.out, Contains("2 of 4 runs done, 2 failed"));

@@ -25,6 +25,7 @@
 #include "tasks/make_source.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
+#include "train/memory_estimate.hpp"
 #include "train/run_dir.hpp"
 #include "train/train.hpp"
 
@@ -55,9 +56,19 @@ struct EvalSetting {
 };
 
 // The batches of one evaluation setting, from the split eval.split, eval.batch_size rows each.
+int evaluation_batch_size(const Config& cfg) {
+  return cfg.eval.batch_size > 0 ? cfg.eval.batch_size : cfg.train.batch_size;
+}
+
+// "the main evaluation (eval.split = valid, segment 64, memory 0)": for messages.
+std::string main_setting_name(const EvalSetting& s) {
+  return "the " + s.kind + " evaluation (segment " + std::to_string(s.seq_len) + ", memory " +
+         std::to_string(s.mem_len) + ")";
+}
+
 std::unique_ptr<BatchSource> evaluation_source(const Config& cfg, const EvalSetting& s) {
   Config rows = cfg;
-  if (cfg.eval.batch_size > 0) rows.train.batch_size = cfg.eval.batch_size;
+  rows.train.batch_size = evaluation_batch_size(cfg);
   SourceSpec spec;
   spec.split = cfg.eval.split == "test" ? Split::test : Split::valid;
   spec.len = s.seq_len;
@@ -88,6 +99,8 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
   nlohmann::json row = {{"kind", s.kind}, {"factor", s.factor}, {"seq_len", s.seq_len},
                         {"mem_len", s.mem_len}, {"split", cfg.eval.split}};
   try {
+    check_memory(cfg, evaluation_batch_size(cfg), s.seq_len, s.mem_len, /*training=*/false,
+                 main_setting_name(s));
     auto source = evaluation_source(cfg, s);
     if (s.sample_positions)
       model.enable_randomized_positions(kEvaluationPositionSeed, cfg.train.max_position);
@@ -191,10 +204,20 @@ int run_train(const Config& cfg, bool force) {
   const std::string started = utc_now();
   const std::string threads_from = set_threads(cfg.train.threads);
   const int L = cfg.train.seq_len;
-  // Everything that can fail on bad input happens before the run directory is created.
+  // Everything that can fail on bad input happens before the run directory is created: sizes
+  // the machine cannot hold, data too short for the lengths, then the model itself.
+  check_memory(cfg, cfg.train.batch_size, L, cfg.memory.mem_len, /*training=*/true,
+               "training (train.batch_size = " + std::to_string(cfg.train.batch_size) +
+                   ", train.seq_len = " + std::to_string(L) +
+                   ", memory.mem_len = " + std::to_string(cfg.memory.mem_len) + ")");
   auto train_source = make_batch_source(cfg, SourceSpec{.split = Split::train, .len = L});
   auto valid_source = make_batch_source(cfg, SourceSpec{.split = Split::valid, .len = L});
   const bool independent_rows = dynamic_cast<const InstanceBatcher*>(train_source.get()) != nullptr;
+  // The main evaluation decides the run's result (eval.json's loss): it must be possible too.
+  const EvalSetting main_setting = evaluation_plan(cfg, independent_rows).front();
+  check_memory(cfg, evaluation_batch_size(cfg), main_setting.seq_len, main_setting.mem_len,
+               /*training=*/false, main_setting_name(main_setting));
+  evaluation_source(cfg, main_setting);  // throws if the split is too short for eval.seq_len
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   model.init(cfg.train.seed);
   double unigram = std::nan(""), bigram = std::nan("");

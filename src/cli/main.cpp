@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <limits>
 #include <string>
@@ -177,9 +178,22 @@ void add_overrides(CLI::App* command, Arguments& args) {
       ->take_all();
 }
 
-// Reports a config or runtime error as one line; exit code 1.
+// Reports a config or runtime error as one line; exit code 1. A message quotes what the user
+// wrote (`--set KEY=VALUE`, a path), which may hold a line break: control characters are
+// written as escapes (\n, \x01), so that the error stays on one line.
 int report_error(const std::string& message) {
-  std::cerr << "poslab: error: " << message << "\n";
+  std::string line;
+  for (unsigned char c : message) {
+    if (c == '\n') line += "\\n";
+    else if (c == '\r') line += "\\r";
+    else if (c == '\t') line += "\\t";
+    else if (c < 0x20 || c == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "\\x%02x", c);
+      line += code;
+    } else line += static_cast<char>(c);
+  }
+  std::cerr << "poslab: error: " << line << "\n";
   return 1;
 }
 

@@ -207,6 +207,7 @@ struct Bounds {
   bool max_included = true;
   std::vector<std::string> choices = {};
   bool non_empty = false;
+  bool path = false;  // a file name: no control characters (a NUL or a line break)
 };
 
 Bounds anything() { return {}; }
@@ -215,7 +216,12 @@ Bounds greater_than(double lo) { return {.min = lo, .min_included = false}; }
 Bounds closed(double lo, double hi) { return {.min = lo, .max = hi}; }                  // [lo, hi]
 Bounds half_open(double lo, double hi) { return {.min = lo, .max = hi, .max_included = false}; }  // [lo, hi)
 Bounds one_of(std::vector<std::string> choices) { return {.choices = std::move(choices)}; }
-Bounds not_empty() { return {.non_empty = true}; }
+Bounds a_path() { return {.non_empty = true, .path = true}; }
+
+bool has_control_character(const std::string& text) {
+  return std::any_of(text.begin(), text.end(),
+                     [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+}
 
 // "in [0, 1)", ">= 1", "one of relu, gelu", ...
 std::string describe(const Bounds& b) {
@@ -233,6 +239,7 @@ std::string describe(const Bounds& b) {
 bool within(const OptionValue& v, const Bounds& b) {
   if (auto text = std::get_if<std::string>(&v)) {
     if (b.non_empty && text->empty()) return false;
+    if (b.path && has_control_character(*text)) return false;
     return b.choices.empty() ||
            std::find(b.choices.begin(), b.choices.end(), *text) != b.choices.end();
   }
@@ -248,9 +255,15 @@ bool within(const OptionValue& v, const Bounds& b) {
 void check_bounds(const Setting& s, const OptionValue& v, const Bounds& b,
                   const std::string& why = "") {
   if (within(v, b)) return;
-  std::string hint;
-  if (auto text = std::get_if<std::string>(&v)) hint = did_you_mean(*text, b.choices);
-  fail(s.where, s.name() + " must be " + describe(b) + why + ", got " + option_to_string(v) + hint);
+  if (auto text = std::get_if<std::string>(&v); text && b.path && has_control_character(*text))
+    fail(s.where, s.name() + " is a path: it may not hold control characters (NUL, line " +
+                      "breaks), got " + toml_string(*text));
+  std::string hint, got = option_to_string(v);
+  if (auto text = std::get_if<std::string>(&v)) {
+    hint = did_you_mean(*text, b.choices);
+    got = toml_string(*text);  // quoted and escaped: a NUL or a line break stays visible
+  }
+  fail(s.where, s.name() + " must be " + describe(b) + why + ", got " + got + hint);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -361,7 +374,7 @@ Field strings_field(const char* section, const char* key, Bounds bounds) {
 // Every key except those of [encoding] and [task], which depend on the encoding and the task.
 const std::vector<Field>& schema() {
   static const std::vector<Field> fields = {
-      top_level_field<&Config::out_dir>("out_dir", not_empty()),
+      top_level_field<&Config::out_dir>("out_dir", a_path()),
 
       KEY(model, vocab_size, at_least(1)),
       KEY(model, d_model, at_least(1)),
@@ -378,9 +391,9 @@ const std::vector<Field>& schema() {
       KEY(memory, continue_positions, anything()),
       KEY(memory, half_loss, anything()),
 
-      KEY(data, path, not_empty()),
-      STRINGS_KEY(data, include, not_empty()),  // each pattern a non-empty glob
-      STRINGS_KEY(data, exclude, not_empty()),
+      KEY(data, path, a_path()),
+      STRINGS_KEY(data, include, a_path()),  // each pattern a non-empty glob
+      STRINGS_KEY(data, exclude, a_path()),
       KEY(data, valid_fraction, half_open(0, 1)),
       KEY(data, test_fraction, half_open(0, 1)),  // with valid_fraction: sum < 1 (check_consistency)
       KEY(data, split, one_of({"position", "file"})),
@@ -447,6 +460,8 @@ std::string where_in_file(const std::string& source_name, const toml::source_reg
 // Every key of the file, in file order. Known sections are opened up; everything else at the top
 // level (out_dir, a misspelled section) stays a top-level setting and is judged later.
 std::vector<Setting> settings_from_toml(const std::string& text, const std::string& source_name) {
+  if (const TomlLimitProblem p = toml_limit_problem(text); !p.what.empty())
+    fail(p.line ? source_name + ":" + std::to_string(p.line) : source_name, p.what);
   toml::table root;
   try {
     root = toml::parse(text, source_name);
@@ -483,7 +498,9 @@ std::string trim(const std::string& s) {
 // "model.d_model=256": the value is read as TOML (256, true, 1e-3, "shaw"); text that is not a
 // TOML value (shaw, runs/x) is taken as a bare string.
 Setting setting_from_override(const std::string& text) {
-  const std::string where = "--set " + text;
+  // Messages quote the argument; a very long one (a fuzzer's) only by its start.
+  const std::string where =
+      "--set " + (text.size() <= 200 ? text : text.substr(0, 200) + "...");
   const auto equals = text.find('=');
   if (equals == std::string::npos) fail(where, "expected KEY=VALUE, e.g. model.d_model=256");
   const std::string name = trim(text.substr(0, equals));
@@ -496,6 +513,8 @@ Setting setting_from_override(const std::string& text) {
 
   Setting s;
   std::optional<toml::table> parsed;
+  if (const TomlLimitProblem p = toml_limit_problem(raw_value); !p.what.empty())
+    fail(where, p.what);
   try {
     parsed = toml::parse("value = " + raw_value);
   } catch (const toml::parse_error&) {
@@ -570,6 +589,14 @@ void apply_choice_option(const Setting& s, const Choice& c, Options& options) {
                       "; its options are: " + join(keys, ", "));
   }
   const OptionValue value = value_as(s, spec->default_value.index());
+  if (const double* x = std::get_if<double>(&value); x && !std::isfinite(*x))
+    fail(s.where, s.name() + " must be a finite number, got " + option_to_string(value));
+  // Encodings and tasks keep their integer options as int: 2^32 must not wrap to 0.
+  if (value.index() == kInteger)
+    check_bounds(s, value,
+                 closed(std::numeric_limits<std::int32_t>::min(),
+                        std::numeric_limits<std::int32_t>::max()),
+                 " to fit its C++ type");
   check_bounds(s, value, Bounds{.min = spec->min, .max = spec->max, .choices = spec->choices});
   options.set(spec->key, value);
 }
@@ -675,6 +702,32 @@ void check_consistency(const Config& config, const std::map<std::string, std::st
              std::to_string(kLargestTaskToken + 1) + " for task '" + config.task.name +
              "' (its tokens are printable bytes up to '|' = " + std::to_string(kLargestTaskToken) +
              ")");
+  // Positions the run will need exist. Randomized positions (Ruoss et al. 2023) sample the
+  // M + L key positions of a window from [0, train.max_position).
+  const auto& t = config.train;
+  if (t.randomized_positions && t.max_position < std::int64_t(t.seq_len) + config.memory.mem_len)
+    fail(blame({"train.max_position", "train.randomized_positions", "train.seq_len",
+                "memory.mem_len"}),
+         "train.max_position (" + std::to_string(t.max_position) +
+             ") must be at least train.seq_len + memory.mem_len (" +
+             std::to_string(std::int64_t(t.seq_len) + config.memory.mem_len) +
+             ") with train.randomized_positions: a window samples that many distinct positions");
+  // A learned table has rows for positions 0..max_len-1: the training length and the main
+  // evaluation length must fit (longer length factors are evaluated and reported as not
+  // possible, by design), or with randomized positions every position below max_position.
+  if (config.encoding.type == "learned" && config.encoding.options.has("max_len")) {
+    const std::int64_t max_len = config.encoding.options.get_int("max_len");
+    const int main_len = config.eval.seq_len > 0 ? config.eval.seq_len : t.seq_len;
+    const std::int64_t needed =
+        t.randomized_positions ? std::int64_t(t.max_position) : std::max(t.seq_len, main_len);
+    const std::string what = t.randomized_positions ? "train.max_position"
+                             : main_len > t.seq_len  ? "eval.seq_len"
+                                                     : "train.seq_len";
+    if (max_len < needed)
+      fail(blame({"encoding.max_len", what.c_str()}),
+           "encoding.max_len (" + std::to_string(max_len) + ") must be at least " + what + " (" +
+               std::to_string(needed) + "): encoding 'learned' has a row per position");
+  }
   // Each byte of the corpus goes to exactly one split, and train must keep some.
   const auto& d = config.data;
   if (d.valid_fraction + d.test_fraction >= 1.0)
@@ -754,6 +807,13 @@ std::string toml_choice(const std::string& selector, const std::string& name,
 
 }  // namespace
 
+void check_path_argument(const std::string& where, const std::string& path) {
+  if (path.empty()) fail(where, "expected a path, got \"\"");
+  if (has_control_character(path))
+    fail(where, "a path may not hold control characters (NUL, line breaks), got " +
+                    toml_string(path));
+}
+
 Config config_from_string(const std::string& toml_text, const std::string& source_name,
                           const std::vector<std::string>& overrides,
                           const std::vector<EncodingInfo>& encodings,
@@ -773,8 +833,11 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   if (!in) fail(path, "cannot read config file");
   // An empty file is a valid config (every key at its default), so read it without `<<`,
   // which reports an empty stream as a failure.
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // At most one byte more than a config may have, so that /dev/zero is refused, not read forever.
+  std::string text(kMaxTomlBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
   if (in.bad()) fail(path, "cannot read config file");
+  text.resize(static_cast<std::size_t>(in.gcount()));
   return config_from_string(text, path, overrides, encodings, tasks);
 }
 

@@ -54,4 +54,8 @@ Config config_from_string(const std::string& toml_text, const std::string& sourc
 // that config_from_string loads back to an equal Config. Runs save it as their config.toml.
 std::string config_to_toml(const Config& config);
 
+// Throws a ConfigError "WHERE: ..." if `path` is empty or holds a control character (a NUL
+// would cut it short, a line break would reach a Slurm script): for paths given as arguments.
+void check_path_argument(const std::string& where, const std::string& path);
+
 }  // namespace poslab

@@ -59,3 +59,77 @@ std::string toml_key(const std::string& key) {
 }
 
 }  // namespace poslab
+
+namespace poslab {
+
+namespace {
+// A run of characters that may form a bare key, a number, a boolean or a date-time.
+bool is_bare_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '+' ||
+         c == '.' || c == ':';
+}
+
+// The dots of one bare run that belong to a dotted key: all of them, unless the run is one
+// number or one time with a single fractional dot.
+std::size_t key_dots_of(const std::string& run) {
+  const std::size_t dots = std::count(run.begin(), run.end(), '.');
+  if (dots != 1) return dots;
+  const std::size_t dot = run.find('.');
+  const bool digit_before = dot > 0 && std::isdigit(static_cast<unsigned char>(run[dot - 1]));
+  const bool digit_after =
+      dot + 1 < run.size() && std::isdigit(static_cast<unsigned char>(run[dot + 1]));
+  return digit_before && digit_after ? 0 : 1;
+}
+}  // namespace
+
+TomlLimitProblem toml_limit_problem(const std::string& text) {
+  if (text.size() > kMaxTomlBytes)
+    return {0, "is " + std::to_string(text.size()) + " bytes; a config or study file may have at most " +
+                   std::to_string(kMaxTomlBytes)};
+  std::size_t line = 1, dots_on_line = 0;
+  std::string run;
+  auto end_run = [&] {
+    dots_on_line += key_dots_of(run);
+    run.clear();
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (is_bare_char(c)) {
+      run += c;
+      continue;
+    }
+    end_run();
+    if (c == '\n') {
+      if (dots_on_line > kMaxTomlKeyDots) break;
+      ++line, dots_on_line = 0;
+    } else if (c == '#') {  // a comment, to the end of the line
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || c == '\'') {  // a string, perhaps multi-line ("""...""", '''...''')
+      const bool multi = text.compare(i, 3, std::string(3, c)) == 0;
+      const std::string close = multi ? std::string(3, c) : std::string(1, c);
+      i += close.size();
+      while (i < text.size() && text.compare(i, close.size(), close) != 0) {
+        if (text[i] == '\n') {
+          if (!multi) break;  // an unterminated string: toml++ reports it
+          ++line;
+        }
+        if (c == '"' && text[i] == '\\') ++i;  // an escape: skip the escaped character
+        ++i;
+      }
+      if (multi) {  // """a"""" ends with extra quotes that belong to the string
+        i += close.size() - 1;
+        while (i + 1 < text.size() && text[i + 1] == c) ++i;
+      } else if (i < text.size() && text[i] == '\n') {
+        --i;  // let the loop see the line break
+      }
+    }
+  }
+  end_run();
+  if (dots_on_line > kMaxTomlKeyDots)
+    return {line, "a dotted key of more than " + std::to_string(kMaxTomlKeyDots + 1) +
+                      " parts on one line (at most " + std::to_string(kMaxTomlKeyDots) +
+                      " dots in the keys of a line)"};
+  return {};
+}
+
+}  // namespace poslab

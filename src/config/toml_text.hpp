@@ -23,3 +23,22 @@ std::string toml_string(const std::string& s);
 std::string toml_key(const std::string& key);
 
 }  // namespace poslab
+
+namespace poslab {
+
+// What toml++ cannot be given safely. It limits nested arrays and inline tables itself (256),
+// but not the parts of a dotted key: `a.a.a...` of some 50,000 parts makes it recurse until the
+// stack overflows (SIGSEGV, measured with toml++ 3.3). A config or study file is small, so:
+constexpr std::size_t kMaxTomlBytes = 1 << 20;  // 1 MiB
+constexpr std::size_t kMaxTomlKeyDots = 256;    // dots of keys on one line (so at most 257 parts)
+
+// Why `text` must not be parsed ("" if it may be), and the 1-based line at fault (0: the whole
+// text). Dots are counted outside strings and comments; the one dot of a number (1.5, 2.5e-3) or
+// of a time (07:32:00.999) is not a key's.
+struct TomlLimitProblem {
+  std::size_t line = 0;
+  std::string what;
+};
+TomlLimitProblem toml_limit_problem(const std::string& text);
+
+}  // namespace poslab

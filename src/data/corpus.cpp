@@ -381,8 +381,8 @@ StreamBatcher::StreamBatcher(std::vector<std::int32_t> tokens, int batch, int le
   const auto n = static_cast<std::int64_t>(tokens_.size());
   stream_length_ = n / batch_;                    // S
   batches_per_pass_ = (stream_length_ - 1) / len_;  // each batch needs L + 1 tokens per stream
-  if (stream_length_ < len_ + 1) {
-    const std::int64_t needed = static_cast<std::int64_t>(batch_) * (len_ + 1);
+  if (stream_length_ < std::int64_t(len_) + 1) {  // in 64 bits: L = 2^31 - 1 must not wrap
+    const std::int64_t needed = static_cast<std::int64_t>(batch_) * (std::int64_t(len_) + 1);
     throw std::runtime_error("StreamBatcher: corpus of " + std::to_string(n) +
                              " tokens is too small for one batch of B=" + std::to_string(batch_) +
                              " streams x L=" + std::to_string(len_) +

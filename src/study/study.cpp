@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -389,6 +390,8 @@ std::string shorten(const std::string& name) {
 }  // namespace
 
 Study parse_study(const std::string& toml_text, const std::string& source_name) {
+  if (const TomlLimitProblem p = toml_limit_problem(toml_text); !p.what.empty())
+    fail(at_line(source_name, p.line), p.what);
   toml::table root;
   try {
     root = toml::parse(toml_text, source_name);
@@ -415,10 +418,12 @@ Study parse_study(const std::string& toml_text, const std::string& source_name) 
 
 Study load_study(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot read the study file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse_study(text.str(), path);
+  if (!in || std::filesystem::is_directory(path)) fail(path, "cannot read the study file");
+  std::string text(kMaxTomlBytes + 1, '\0');  // one byte more than a study file may have
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) fail(path, "cannot read the study file");
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return parse_study(text, path);
 }
 
 std::vector<PlannedRun> expand_study(const Study& study, bool smoke) {
@@ -431,8 +436,22 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke) {
   for (const Variant& v : study.variants) variants.push_back(&v);
   if (variants.empty()) variants.push_back(nullptr);
 
+  // The number of runs, computed without overflow (16 axes of 16 values would wrap to 0) and
+  // bounded: each run is a directory and a line of the Slurm command list.
+  constexpr std::size_t kMaxRuns = 100000;
   std::size_t grid_size = 1;
-  for (const SweepAxis& axis : study.axes) grid_size *= axis.values.size();
+  std::string sizes;
+  for (const SweepAxis& axis : study.axes) {
+    sizes += (sizes.empty() ? "" : " x ") + std::to_string(axis.values.size());
+    if (axis.values.size() > kMaxRuns / grid_size)
+      fail(study.source, "the sweep has more than " + std::to_string(kMaxRuns) + " runs (" +
+                             sizes + "...); a study may have at most " + std::to_string(kMaxRuns));
+    grid_size *= axis.values.size();
+  }
+  if (grid_size * variants.size() > kMaxRuns)
+    fail(study.source, "the study has " + std::to_string(grid_size) + " grid points x " +
+                           std::to_string(variants.size()) + " variants, more than " +
+                           std::to_string(kMaxRuns) + " runs");
 
   std::vector<PlannedRun> runs;
   std::map<std::string, std::string> id_of_dir;  // to catch two runs sharing a directory

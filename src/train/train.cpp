@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
@@ -78,7 +79,7 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
     model.enable_randomized_positions(tc.seed ^ 0x5EEDULL, tc.max_position);
 
   TrainReport report;
-  report.losses.reserve(tc.steps);
+  report.losses.reserve(std::min(tc.steps, 1 << 20));  // not 2^31 doubles up front
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   double interval_loss = 0;

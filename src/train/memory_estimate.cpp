@@ -1,0 +1,53 @@
+#include "train/memory_estimate.hpp"
+
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace poslab {
+
+double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, bool training) {
+  const double B = batch, L = seq_len, M = mem_len, K = M + L;
+  const double d = cfg.model.d_model, H = cfg.model.n_heads, di = cfg.model.d_inner;
+  const double V = cfg.model.vocab_size, layers = cfg.model.n_layers;
+  // Parameters: embedding (and output matrix), 4 d^2 + 2 d d_i per layer; encodings' tables
+  // are at most a few rows of d per position and are counted with the per-position terms.
+  double parameters = V * d * (cfg.model.tie_embeddings ? 1 : 2) + V +
+                      layers * (4 * d * d + 2 * d * di + 2 * di + 6 * d);
+  if (cfg.encoding.type == "learned" && cfg.encoding.options.has("max_len"))
+    parameters += double(cfg.encoding.options.get_int("max_len")) * d;
+  const double copies = training ? 2 : 1;  // the gradient of every activation when training
+  const double per_layer = copies * (2 * B * H * L * K + 8 * B * K * d + 2 * B * L * di) + B * M * d;
+  const double output = copies * 2 * B * L * V;
+  const double floats = parameters * (training ? 4 : 2) + layers * per_layer + output;
+  return 4 * floats;
+}
+
+double usable_memory_bytes() {
+  double bytes = double(::sysconf(_SC_PHYS_PAGES)) * double(::sysconf(_SC_PAGE_SIZE));
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_AS, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      double(limit.rlim_cur) < bytes)
+    bytes = double(limit.rlim_cur);
+  return bytes;
+}
+
+void check_memory(const Config& cfg, int batch, int seq_len, int mem_len, bool training,
+                  const std::string& what) {
+  const double needed = estimated_bytes(cfg, batch, seq_len, mem_len, training);
+  const double usable = usable_memory_bytes();
+  if (needed <= usable) return;
+  auto gib = [](double bytes) {
+    char text[64];
+    std::snprintf(text, sizeof text, bytes < 1e6 * (1 << 30) ? "%.1f" : "%.3g", bytes / (1 << 30));
+    return std::string(text);
+  };
+  throw std::runtime_error(what + " needs about " + gib(needed) + " GiB of memory (estimated from " +
+                           "model.d_model, model.n_layers, model.n_heads, model.d_inner and " +
+                           "model.vocab_size), more than the " + gib(usable) +
+                           " GiB this process may use");
+}
+
+}  // namespace poslab
