@@ -49,12 +49,38 @@ inline GradCheckResult finite_difference_check(double* theta, const double* anal
   return r;
 }
 
-// REQUIREs the check to pass and prints the worst entry if it does not.
+// Names flat index i of a parameter arena: "t5.bias[3, 1] of shape [32, 2]", so that a failing
+// gradient check says which parameter and which coordinates are wrong.
+template <class Arena>
+std::string locate(const Arena& arena, std::size_t i) {
+  for (const auto& slot : arena.slots()) {
+    if (i < slot.offset || i >= slot.offset + slot.size) continue;
+    std::size_t rest = i - slot.offset;
+    std::vector<std::size_t> coords(slot.shape.size());
+    for (std::size_t k = slot.shape.size(); k-- > 0;) {  // row-major: last index fastest
+      coords[k] = rest % slot.shape[k];
+      rest /= slot.shape[k];
+    }
+    std::ostringstream out;
+    out << slot.name << "[";
+    for (std::size_t k = 0; k < coords.size(); ++k) out << (k ? ", " : "") << coords[k];
+    out << "] of shape [";
+    for (std::size_t k = 0; k < slot.shape.size(); ++k) out << (k ? ", " : "") << slot.shape[k];
+    out << "]";
+    return out.str();
+  }
+  return "index " + std::to_string(i) + " (outside every parameter)";
+}
+
+// REQUIREs the check to pass and prints the worst entry if it does not; `where` names a flat
+// index (e.g. [&](std::size_t i) { return locate(arena, i); }).
 inline void require_gradient(const std::string& what, double* theta, const double* analytic,
                              std::size_t n, const std::function<double()>& loss,
-                             double tolerance = 1e-6) {
+                             double tolerance = 1e-6,
+                             const std::function<std::string(std::size_t)>& where = nullptr) {
   const auto r = finite_difference_check(theta, analytic, n, loss);
-  INFO(what << ": worst relative error " << r.worst_rel_error << " at index " << r.worst_index
+  INFO(what << ": worst relative error " << r.worst_rel_error << " at "
+            << (where ? where(r.worst_index) : "index " + std::to_string(r.worst_index))
             << " (analytic " << r.analytic << ", numeric " << r.numeric << ") over " << n
             << " entries");
   REQUIRE(n > 0);

@@ -75,7 +75,8 @@ TEST_CASE("conformance: gradient of every parameter, with memory", "[conformance
     model->backward();
     auto& a = model->arena();
     std::vector<double> analytic(a.grads(), a.grads() + a.count());
-    require_gradient(name + ": every parameter", a.values(), analytic.data(), a.count(), loss);
+    require_gradient(name + ": every parameter", a.values(), analytic.data(), a.count(), loss,
+                     1e-6, [&](std::size_t i) { return locate(a, i); });
   }
 }
 
@@ -188,4 +189,15 @@ TEST_CASE("conformance: state reuse with unbounded memory equals one pass, excep
         REQUIRE(diff < 1e-10);
     }
   }
+}
+
+TEST_CASE("a failing gradient check names the parameter and its coordinates", "[conformance]") {
+  ParameterArena<double> arena;
+  arena.add("layer0.attn.W_q", {2, 3});
+  arena.add("t5.bias", {4, 2});
+  arena.allocate();
+  CHECK(locate(arena, 0) == "layer0.attn.W_q[0, 0] of shape [2, 3]");
+  CHECK(locate(arena, 5) == "layer0.attn.W_q[1, 2] of shape [2, 3]");
+  CHECK(locate(arena, 6 + 2 * 2 + 1) == "t5.bias[2, 1] of shape [4, 2]");
+  CHECK(locate(arena, 14) == "index 14 (outside every parameter)");
 }

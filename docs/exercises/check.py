@@ -1,0 +1,247 @@
+"""Checks your answer to one exercise of docs/exercises/.
+
+    /usr/bin/python3 docs/exercises/check.py 2                  # reads docs/exercises/answers/02.toml
+    /usr/bin/python3 docs/exercises/check.py 2 --answers DIR    # reads DIR/02.toml
+    /usr/bin/python3 docs/exercises/check.py --self-test        # the checkers can fail and pass
+
+Prints one line per part (ok / wrong, and why) and exits 0 only if every part is right.
+The answer files are TOML; docs/exercises/answers/ holds them with the values left blank.
+Where poslab can compute the answer (exercises 4 to 6), the checker runs poslab or reads what
+poslab wrote; elsewhere it applies the formula of the chapter the exercise belongs to.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import tomllib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+POSLAB = os.environ.get("POSLAB", os.path.join(REPO, "build", "poslab"))
+
+
+class Parts:
+    """Collects the verdict of each part of an exercise."""
+
+    def __init__(self):
+        self.lines, self.wrong = [], 0
+
+    def check(self, name, ok, why=""):
+        self.lines.append(f"  {'ok   ' if ok else 'WRONG'} {name}{'' if ok else ': ' + why}")
+        self.wrong += not ok
+
+    def close(self, a, b, tol):
+        try:
+            return len(a) == len(b) and all(abs(float(x) - y) <= tol for x, y in zip(a, b))
+        except (TypeError, ValueError):
+            return False
+
+
+def blank(value):
+    return value in ("", None, []) or value == [""]
+
+
+# --- 1. The sinusoid by hand (chapter 2) --------------------------------------------------------
+def sinusoid(p, d):
+    """PE[p, 2k] = sin(p / 10000^(2k/d)), PE[p, 2k+1] = cos(same): poslab's interleaved order."""
+    row = []
+    for k in range(d // 2):
+        angle = p / 10000 ** (2 * k / d)
+        row += [math.sin(angle), math.cos(angle)]
+    return row
+
+
+def exercise_1(a, parts):
+    for p in (1, 2):
+        key = f"pe_{p}"
+        parts.check(f"{key} (PE({p}) with d = 4, 3 decimals)",
+                    parts.close(a.get(key, []), sinusoid(p, 4), 6e-4),
+                    "PE[p, 2k] = sin(p / 10000^(2k/d)), PE[p, 2k+1] = cos(...), interleaved")
+    c, s = math.cos(1), math.sin(1)
+    parts.check("rotation (the 2x2 matrix taking pair 0 of PE(p) to pair 0 of PE(p + 1))",
+                parts.close(sum(a.get("rotation", []), []) if a.get("rotation") else [],
+                            [c, s, -s, c], 6e-4),
+                "chapter 2: [sin w(p+D), cos w(p+D)] = [[cos wD, sin wD], [-sin wD, cos wD]] [sin wp, cos wp]")
+
+
+# --- 2. The rel-shift by hand (chapter 4) -------------------------------------------------------
+def rel_shift_labels(L, M):
+    """Runs the four steps of the rel-shift on labels 'i:d' (query i, distance d)."""
+    K = M + L
+    x = [[f"{i}:{K - 1 - c}" for c in range(K)] for i in range(L)]  # column c = distance K-1-c
+    padded = [["0"] + row for row in x]                               # step 1: [L, K+1]
+    flat = [v for row in padded for v in row]                         # steps 2-3: drop L numbers
+    rest = flat[L:]
+    return [rest[i * K:(i + 1) * K] for i in range(L)]                # step 4: [L, K]
+
+
+def exercise_2(a, parts):
+    L, M = 3, 2
+    out = rel_shift_labels(L, M)
+    given = a.get("out", [])
+    parts.check("out (every cell of the shifted [3, 5] matrix)",
+                [[str(v) for v in row] for row in given] == out,
+                "pad a zero column on the left, read as [K+1, L], drop the first row, read as [L, K]")
+    masked = sorted([i, j] for i in range(L) for j in range(M + L) if j > i + M)
+    parts.check("masked (the cells the causal mask hides)",
+                sorted(list(map(int, c)) for c in a.get("masked", [])) == masked,
+                "key j is visible to query i iff j <= i + M")
+    garbage = sorted([i, j] for i, j in masked if out[i][j] != "0")
+    parts.check("garbage (the masked cells holding another query's score)",
+                sorted(list(map(int, c)) for c in a.get("garbage", [])) == garbage,
+                "a masked cell holds 0 (the padding) or a score of query i + 1")
+
+
+# --- 3. ALiBi's slopes (chapter 5) --------------------------------------------------------------
+def alibi_slopes(H):
+    """The paper's rule: the power-of-two set for H' <= H, then every other slope of 2H'."""
+    p = 1
+    while 2 * p <= H:
+        p *= 2
+    m = [2 ** (-8 * h / p) for h in range(1, p + 1)]
+    twice = [2 ** (-8 * h / (2 * p)) for h in range(1, 2 * p + 1)]
+    m += twice[0::2][:H - p]
+    return m
+
+
+def exercise_3(a, parts):
+    for H in (4, 5, 10):
+        key = f"slopes_{H}"
+        parts.check(f"{key} (in head order, 4 decimals)",
+                    parts.close(a.get(key, []), alibi_slopes(H), 1e-4),
+                    "chapter 5: m_h = 2^(-8h/H) for a power of two; otherwise the table's rule")
+    parts.check("penalty (head 0 of 4 heads, key 10 tokens back)",
+                parts.close([a.get("penalty", "")], [alibi_slopes(4)[0] * 10], 5e-4),
+                "the logit drops by m_h (i - j)")
+
+
+# --- 4. Find a planted bug with the conformance kit (chapters 3, 7) -----------------------------
+def exercise_4(a, parts):
+    patch = os.path.join(HERE, "bugs", "04-planted.patch")
+    applies = subprocess.run(["git", "-C", REPO, "apply", "--check", patch],
+                             capture_output=True).returncode == 0
+    parts.check("the tree is clean of the planted bug (git apply --check succeeds)", applies,
+                "undo the patch when you are done: git apply -R docs/exercises/bugs/04-planted.patch")
+    with open(os.path.join(HERE, "solutions", "04.toml"), "rb") as f:
+        truth = tomllib.load(f)
+    for key in ("encoding", "file", "failing_test", "parameter"):
+        parts.check(key, str(a.get(key, "")).strip() == truth[key],
+                    "run the kit with the patch applied and read its failure message")
+
+
+# --- 5. Add an encoding (chapter 7) -------------------------------------------------------------
+def exercise_5(a, parts):
+    name = str(a.get("name", "")).strip()
+    if not name:
+        parts.check("name", False, "write the name of your encoding in the answer file")
+        return
+    listed = subprocess.run([POSLAB, "encodings"], capture_output=True, text=True)
+    parts.check(f"'{name}' is listed by poslab encodings", name in listed.stdout.split(),
+                f"register it (chapter 7, step 3) and rebuild; {POSLAB} encodings does not list it")
+    # The kit runs over every registered encoding: listed above means tested here.
+    tests = os.path.join(os.path.dirname(POSLAB), "poslab_tests")
+    kit = subprocess.run([tests, "[conformance]"], capture_output=True, text=True)
+    parts.check("the conformance kit passes with it", kit.returncode == 0,
+                "build/poslab_tests \"[conformance]\" fails:\n" + kit.stdout[-800:])
+    family = str(a.get("family", "")).strip()
+    parts.check("family", family in ("none", "absolute", "relative"),
+                "none, absolute or relative: the family the kit checks your encoding against")
+
+
+# --- 6. Predict, then measure (chapter 6) -------------------------------------------------------
+def exercise_6(a, parts):
+    run = os.path.join(REPO, str(a.get("run", "runs/ex06")))
+    prediction = str(a.get("prediction", "")).strip()
+    parts.check("prediction (better or worse, written before the run)",
+                prediction in ("better", "worse"), "write better or worse")
+    try:
+        with open(os.path.join(run, "eval.json")) as f:
+            at_0 = json.load(f)
+        with open(os.path.join(run, "eval_L64_M64.json")) as f:
+            at_64 = json.load(f)
+    except OSError as e:
+        parts.check("the run and its second evaluation exist", False,
+                    f"{e.filename} is missing: run the two commands of the exercise")
+        return
+    main0, main64 = at_0["loss"], at_64["loss"]  # the main setting of each file
+    parts.check("loss_memory_0 (from eval.json, 3 decimals)",
+                parts.close([a.get("loss_memory_0", "")], [main0], 5e-4), f"eval.json says {main0:.3f}")
+    parts.check("loss_memory_64 (from eval_L64_M64.json, 3 decimals)",
+                parts.close([a.get("loss_memory_64", "")], [main64], 5e-4),
+                f"eval_L64_M64.json says {main64:.3f}")
+    measured = "better" if main64 < main0 else "worse"
+    parts.check("explanation (one sentence: why)", len(str(a.get("why", "")).split()) >= 5,
+                "say in a sentence why the loss moved as it did (chapter 2, 'Why they break')")
+    parts.lines.append(f"  note  you predicted '{prediction}', the measurement says '{measured}'")
+
+
+EXERCISES = {1: exercise_1, 2: exercise_2, 3: exercise_3, 4: exercise_4, 5: exercise_5,
+             6: exercise_6}
+
+
+# Exercises whose solution file alone passes (5 needs your encoding built in, 6 your run).
+SELF_CONTAINED = (1, 2, 3, 4)
+
+
+def self_test():
+    """Every checker fails on the blank answers, and passes on the solutions where those are
+    complete: a checker that cannot fail, or cannot pass, is a broken exercise."""
+    failures = []
+    for number, run in EXERCISES.items():
+        for folder, should_pass in (("answers", False), ("solutions", True)):
+            if should_pass and number not in SELF_CONTAINED:
+                continue
+            with open(os.path.join(HERE, folder, f"{number:02d}.toml"), "rb") as f:
+                a = tomllib.load(f)
+            parts = Parts()
+            run(a, parts)
+            if (parts.wrong == 0) != should_pass:
+                failures.append(f"exercise {number}, {folder}: "
+                                f"{'should pass' if should_pass else 'should fail'}:\n"
+                                + "\n".join(parts.lines))
+    for f in failures:
+        print(f)
+    print(f"self-test: {len(failures)} broken checker(s) of {len(EXERCISES)}")
+    return 1 if failures else 0
+
+
+def main(argv):
+    args = argv[1:]
+    if not args or args[0] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if args else 2
+    if args[0] == "--self-test":
+        return self_test()
+    answers = os.path.join(HERE, "answers")
+    if "--answers" in args:
+        i = args.index("--answers")
+        answers = args[i + 1]
+        del args[i:i + 2]
+    try:
+        number = int(args[0])
+        run = EXERCISES[number]
+    except (ValueError, KeyError):
+        print(f"check.py: error: no exercise '{args[0]}' (there are {sorted(EXERCISES)})",
+              file=sys.stderr)
+        return 2
+    path = os.path.join(answers, f"{number:02d}.toml")
+    try:
+        with open(path, "rb") as f:
+            a = tomllib.load(f)
+    except OSError:
+        print(f"check.py: error: cannot read {path}", file=sys.stderr)
+        return 2
+    except tomllib.TOMLDecodeError as e:
+        print(f"check.py: error: {path}: {e}", file=sys.stderr)
+        return 2
+    parts = Parts()
+    run(a, parts)
+    print(f"exercise {number} ({path}):")
+    print("\n".join(parts.lines))
+    print("all parts right" if not parts.wrong else f"{parts.wrong} part(s) wrong")
+    return 0 if not parts.wrong else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
