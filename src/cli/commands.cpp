@@ -9,6 +9,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <utility>
 
 #include <xtensor/xadapt.hpp>
@@ -178,13 +179,19 @@ std::vector<EvalSetting> evaluation_plan(const Config& cfg, bool independent_row
 // A directory that already holds a run (any of the files `poslab train` writes) is never written
 // over silently: that would mix two runs' metrics.csv or replace a finished run's results.
 // With `force`, the old run is moved aside to DIR.replaced-<UTC time> and nothing is lost.
-void claim_run_directory(const std::string& out_dir, bool force) {
+// `locked`: this process holds the directory's lock already (DirectoryLock).
+void claim_run_directory(const std::string& out_dir, bool force, bool locked = false) {
   namespace fs = std::filesystem;
   const fs::path dir(out_dir);
-  if (!fs::exists(dir)) return;
+  std::error_code ec;
+  if (!fs::exists(fs::symlink_status(dir, ec))) return;
+  if (!locked && DirectoryLock::is_held(dir))
+    throw std::runtime_error(out_dir + " is being written by another poslab process (it holds "
+                             "the directory's lock); choose another --out");
   std::string held;
   for (const char* name : {"eval.json", "metrics.csv", "config.toml", "checkpoint"})
-    if (fs::exists(dir / name)) held += std::string(held.empty() ? "" : ", ") + name;
+    if (fs::exists(fs::symlink_status(dir / name, ec)))
+      held += std::string(held.empty() ? "" : ", ") + name;
   if (held.empty()) return;  // an empty directory (or one with unrelated files) is fine
   const bool finished = fs::exists(dir / "eval.json");
   if (!force)
@@ -235,6 +242,13 @@ int run_train(const Config& cfg, bool force) {
 
   claim_run_directory(cfg.out_dir, force);
   RunDirectory run = RunDirectory::create(cfg.out_dir);
+  // One writer per run directory, for as long as this process lives. Checked again under the
+  // lock: another `poslab train` may have taken the directory since claim_run_directory looked.
+  std::optional<DirectoryLock> lock = DirectoryLock::try_lock(run.path());
+  if (!lock)
+    throw std::runtime_error(cfg.out_dir + " is being written by another poslab process (it "
+                             "holds the directory's lock); choose another --out");
+  claim_run_directory(cfg.out_dir, /*force=*/false, /*locked=*/true);
   run.write_text("config.toml", config_to_toml(cfg));
   const Provenance provenance = collect_provenance(threads_from);
   std::cout << "poslab train: " << model.arena().count() << " parameters, task '"
@@ -317,16 +331,21 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
   const nlohmann::json result =
       evaluate_setting(model, cfg, EvalSetting{.kind = "main", .seq_len = L, .mem_len = M},
                        token_losses_file.empty() ? nullptr : &token_losses);
+  // A setting that cannot be evaluated is an error of this command: nothing is written.
+  if (result.contains("error"))
+    throw std::runtime_error("eval --run " + run_dir + " at segment " + std::to_string(L) +
+                             ", memory " + std::to_string(M) + ": " +
+                             result["error"].get<std::string>());
   const std::string name = "eval_L" + std::to_string(L) + "_M" + std::to_string(M) + ".json";
   run.write_json(name, result);
   std::cout << "wrote " << run.file(name).string() << "\n";
-  if (!token_losses_file.empty() && !result.contains("error")) {
+  if (!token_losses_file.empty()) {
     const xt::xtensor<float, 1> losses = xt::adapt(token_losses, {token_losses.size()});
     write_file_atomically(token_losses_file, xt::dump_npy(losses));
     std::cout << "wrote " << token_losses_file << " (" << token_losses.size()
               << " token losses, float32)\n";
   }
-  return result.contains("error") ? 1 : 0;
+  return 0;
 }
 
 }  // namespace poslab

@@ -15,10 +15,12 @@
 // "poslab: error: ..." on stderr), 2 a usage error (an unknown option, a missing argument).
 // A config is loaded and checked completely before a subcommand starts, so a config error
 // never leaves a half-made run directory behind.
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <algorithm>
 #include <charconv>
@@ -176,6 +178,17 @@ void add_overrides(CLI::App* command, Arguments& args) {
       ->expected(1)
       ->allow_extra_args(false)  // one KEY=VALUE per --set
       ->take_all();
+}
+
+// A training started by `poslab run` dies with it (see kRunnerPidVariable in study/runner.hpp).
+void die_with_runner() {
+  const char* runner = std::getenv(kRunnerPidVariable);
+  if (!runner) return;
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  // The runner may have died before the line above: then our parent is someone else already.
+  if (std::to_string(::getppid()) != runner)
+    throw std::runtime_error("the `poslab run` that started this training (pid " +
+                             std::string(runner) + ") has exited; not training");
 }
 
 // Reports a config or runtime error as one line; exit code 1. A message quotes what the user
@@ -380,9 +393,10 @@ int run(int argc, char** argv) {
       return run_attention(attention_options, std::cout);
     }
     if (*train) {
+      die_with_runner();
       Config cfg = load_config(args.config_path, args.overrides);
       if (train->count("--out")) {
-        if (args.out_dir.empty()) throw ConfigError("--out: expected a directory, got \"\"");
+        check_path_argument("--out", args.out_dir);
         cfg.out_dir = args.out_dir;
       }
       return run_train(cfg, args.force);

@@ -457,8 +457,17 @@ pid_t spawn_child(const std::string& executable, const std::vector<std::string>&
   std::vector<char*> argv;
   for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
+  // The child learns who started it, so that it can die with us (see kRunnerPidVariable).
+  std::vector<std::string> environment;
+  for (char** e = environ; *e; ++e)
+    if (std::string(*e).rfind(std::string(kRunnerPidVariable) + "=", 0) != 0)
+      environment.push_back(*e);
+  environment.push_back(std::string(kRunnerPidVariable) + "=" + std::to_string(::getpid()));
+  std::vector<char*> envp;
+  for (std::string& e : environment) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = 0;
-  const int error = posix_spawn(&pid, executable.c_str(), &actions, nullptr, argv.data(), environ);
+  const int error = posix_spawn(&pid, executable.c_str(), &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (error != 0)
     throw std::runtime_error("cannot start " + executable + ": " + std::strerror(error));
@@ -546,6 +555,11 @@ class Scheduler {
     const PlannedRun& run = runs_[index];
     const fs::path dir = layout_.run_dir(run);
     try {
+      // A run still trained by another process (a child of a runner killed with -9 that has
+      // not died yet, another machine on a shared disk) is never deleted or started twice.
+      if (DirectoryLock::is_held(dir))
+        throw std::runtime_error(dir.string() + " is being written by another poslab process; "
+                                 "not started (run the study again once it has finished)");
       fs::remove_all(dir);  // what an interrupted run left behind
       fs::create_directories(dir.parent_path());
       write_config_file(run, layout_);
@@ -619,7 +633,9 @@ class Scheduler {
   void update_summary() {
     try {
       commits_ = write_summary(study_, runs_, layout_);
+      summary_error_.clear();
     } catch (const std::exception& e) {
+      summary_error_ = e.what();
       out_ << "warning: cannot write the summary: " << e.what() << "\n";
     }
   }
@@ -637,6 +653,10 @@ class Scheduler {
       for (const std::string& c : commits_) out_ << " " << c;
       out_ << "\n";
     }
+    if (!summary_error_.empty()) {  // the study's result is its summary: not written, failed
+      std::cerr << "poslab: error: cannot write the summary: " << summary_error_ << "\n";
+      if (!signal) return 1;
+    }
     if (signal) {
       out_ << "interrupted: " << total - done - failures_.size() << " run(s) not done ("
            << not_started << " not started); run the same command again to resume\n";
@@ -646,6 +666,7 @@ class Scheduler {
   }
 
   std::vector<std::string> commits_;  // builds behind the finished runs (provenance)
+  std::string summary_error_;         // why the last summary could not be written, if it could not
   const Study& study_;
   const std::vector<PlannedRun>& runs_;
   const StudyLayout& layout_;
@@ -667,6 +688,10 @@ class Scheduler {
 
 int run_study(const RunStudyOptions& options, std::ostream& out) {
   if (options.jobs < 1) throw std::runtime_error("--jobs must be at least 1");
+  // These paths reach commands.txt and slurm.sh: a line break there would start a command.
+  check_path_argument("poslab run STUDY", options.study_path);
+  if (!options.out.empty()) check_path_argument("--out", options.out);
+  if (!options.poslab.empty()) check_path_argument("--poslab", options.poslab);
   const Study study = load_study(options.study_path);
   std::vector<PlannedRun> runs = expand_study(study, options.smoke);  // may throw: nothing written
 

@@ -46,6 +46,12 @@ class App;
 
 namespace poslab {
 
+// The environment variable through which `poslab run` tells each `poslab train` it starts the
+// runner's pid. Such a training asks the kernel to send it SIGTERM when its parent dies
+// (PR_SET_PDEATHSIG), so that a runner killed with -9 leaves no training behind that would
+// write into a run directory the next runner restarts.
+constexpr const char* kRunnerPidVariable = "POSLAB_RUNNER_PID";
+
 // Where everything of a study goes, under its results directory.
 struct StudyLayout {
   std::filesystem::path root;  // results/NAME

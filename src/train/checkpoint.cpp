@@ -1,5 +1,7 @@
 #include "train/checkpoint.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <string>
@@ -31,6 +33,55 @@ std::string shape_text(const std::vector<std::size_t>& shape) {
   std::string text = "[";
   for (std::size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + "]";
+}
+
+// A parameter's .npy file is untrusted input: its header is read and checked against the shape
+// the model expects and against the file's size before xtensor allocates what the header claims
+// (a 16 KB file whose header says 2 GiB made load_npy allocate 4 GiB). Throws a message without
+// the checkpoint's name; the caller adds it.
+void check_npy_file(const fs::path& file, const std::vector<std::size_t>& expected_shape) {
+  std::error_code ec;
+  const std::uintmax_t file_size = fs::file_size(file, ec);
+  if (ec) throw std::runtime_error("cannot read " + file.string() + ": " + ec.message());
+  std::ifstream in(file, std::ios::binary);
+  char magic[8];
+  if (!in.read(magic, sizeof magic) || std::string(magic, 6) != "\x93NUMPY")
+    throw std::runtime_error(file.string() + " is not a .npy file");
+  const int major = static_cast<unsigned char>(magic[6]);
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  if (major < 1 || major > 3) throw std::runtime_error(file.string() + ": unsupported .npy version");
+  unsigned char length_le[4] = {0, 0, 0, 0};
+  if (!in.read(reinterpret_cast<char*>(length_le), std::streamsize(length_bytes)))
+    throw std::runtime_error(file.string() + " is truncated in its header");
+  const std::size_t header_length = std::size_t(length_le[0]) | std::size_t(length_le[1]) << 8 |
+                                    std::size_t(length_le[2]) << 16 | std::size_t(length_le[3]) << 24;
+  if (header_length > 65536)
+    throw std::runtime_error(file.string() + ": a .npy header of " +
+                             std::to_string(header_length) + " bytes (at most 65536)");
+  std::string header(header_length, '\0');
+  if (!in.read(header.data(), std::streamsize(header_length)))
+    throw std::runtime_error(file.string() + " is truncated in its header");
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<std::size_t> shape;
+  try {
+    xt::detail::parse_header(header, descr, &fortran_order, shape);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(file.string() + ": unreadable .npy header: " + e.what());
+  }
+  if (descr != "<f4")
+    throw std::runtime_error(file.string() + " holds '" + descr + "', not float32 ('<f4')");
+  if (shape != expected_shape)
+    throw std::runtime_error("the file has shape " + shape_text(shape) + ", the manifest " +
+                             shape_text(expected_shape));
+  std::uintmax_t values = 1;
+  for (std::size_t n : shape) values *= n;  // equal to the model's shape: no overflow
+  const std::uintmax_t expected_size = 8 + length_bytes + header_length + 4 * values;
+  if (file_size != expected_size)
+    throw std::runtime_error(file.string() + " is " + std::to_string(file_size) +
+                             " bytes; its header and shape " + shape_text(shape) + " make " +
+                             std::to_string(expected_size) +
+                             (file_size < expected_size ? " (truncated)" : ""));
 }
 
 void check_allocated(const ParameterArena<float>& arena) {
@@ -99,9 +150,18 @@ void load_checkpoint(const fs::path& run_dir, ParameterArena<float>& arena) {
 
   // name -> (shape, file) as saved.
   std::map<std::string, std::pair<std::vector<std::size_t>, std::string>> saved;
-  for (const auto& p : manifest.at("parameters"))
-    saved[p.at("name").get<std::string>()] = {p.at("shape").get<std::vector<std::size_t>>(),
-                                              p.at("file").get<std::string>()};
+  try {
+    for (const auto& p : manifest.at("parameters")) {
+      const std::string file = p.at("file").get<std::string>();
+      // A file of the checkpoint directory itself, never a path out of it.
+      if (file.empty() || file == "." || file == ".." || file.find('/') != std::string::npos)
+        throw CheckpointError("manifest.json names the file '" + file + "'");
+      saved[p.at("name").get<std::string>()] = {p.at("shape").get<std::vector<std::size_t>>(),
+                                                file};
+    }
+  } catch (const std::exception& e) {
+    throw CheckpointError(where + ": unusable manifest.json: " + e.what());
+  }
 
   // First compare names and shapes, then read every file, and only then touch the arena:
   // a mismatch must not leave the model half-loaded.
@@ -130,6 +190,7 @@ void load_checkpoint(const fs::path& run_dir, ParameterArena<float>& arena) {
     std::ifstream in(file, std::ios::binary);
     if (!in) throw CheckpointError(where + ": parameter '" + slot.name + "': cannot open " + file.string());
     try {
+      check_npy_file(file, slot.shape);
       loaded.push_back(xt::load_npy<float>(in));
     } catch (const std::exception& e) {
       throw CheckpointError(where + ": parameter '" + slot.name + "': " + e.what());
@@ -142,6 +203,14 @@ void load_checkpoint(const fs::path& run_dir, ParameterArena<float>& arena) {
       throw CheckpointError(where + ": parameter '" + slot.name + "': the file has shape " +
                             shape_text({shape.begin(), shape.end()}) + ", the manifest " +
                             shape_text(slot.shape));
+    // A NaN or an infinity would evaluate to a NaN loss (or train from a broken start) silently.
+    const auto bad = std::find_if(loaded.back().begin(), loaded.back().end(),
+                                  [](float x) { return !std::isfinite(x); });
+    if (bad != loaded.back().end())
+      throw CheckpointError(where + ": parameter '" + slot.name + "' holds a non-finite value (" +
+                            std::to_string(*bad) + " at flat index " +
+                            std::to_string(bad - loaded.back().begin()) + ") in " +
+                            file.string());
   }
 
   // Iterating an xarray visits its elements in row-major order whatever the file's layout.

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 namespace poslab {
@@ -108,6 +109,8 @@ MetricsLog::MetricsLog(const fs::path& file, std::vector<std::string> columns)
   const std::string header = csv_line(header_cells(columns_));
 
   std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(file_, ec)))
+    throw std::runtime_error(file_.string() + " is a symbolic link; a run writes its own file");
   const bool is_new = !fs::exists(file_, ec) || fs::file_size(file_, ec) == 0;
   if (!is_new) {
     std::ifstream in(file_);
@@ -118,17 +121,62 @@ MetricsLog::MetricsLog(const fs::path& file, std::vector<std::string> columns)
                                "', not the ones this run logs: '" +
                                header.substr(0, header.size() - 1) + "'");
   }
-  out_.open(file_, std::ios::app);
-  if (!out_) throw io_error("cannot open", file_);
-  if (is_new) out_ << header << std::flush;
+  fd_ = ::open(file_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw io_error("cannot open", file_);
+  if (is_new && !write_all(fd_, header)) {
+    const int saved_errno = errno;
+    ::close(fd_);
+    errno = saved_errno;
+    throw io_error("cannot write", file_);
+  }
+}
+
+MetricsLog::~MetricsLog() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+MetricsLog::MetricsLog(MetricsLog&& other) noexcept
+    : file_(std::move(other.file_)), columns_(std::move(other.columns_)), fd_(other.fd_) {
+  other.fd_ = -1;
 }
 
 void MetricsLog::append(const std::vector<Cell>& row) {
   if (row.size() != columns_.size())
     throw std::invalid_argument(file_.string() + ": a row of " + std::to_string(row.size()) +
                                 " cells for " + std::to_string(columns_.size()) + " columns");
-  out_ << csv_line(row) << std::flush;
-  if (!out_) throw io_error("cannot write", file_);
+  // One write per line (O_APPEND): a reader sees whole lines, nothing is buffered.
+  if (!write_all(fd_, csv_line(row))) throw io_error("cannot write", file_);
+}
+
+// ---------------------------------------------------------------------------------------------
+// DirectoryLock
+// ---------------------------------------------------------------------------------------------
+
+std::optional<DirectoryLock> DirectoryLock::try_lock(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) throw io_error("cannot open", dir);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int saved_errno = errno;
+    ::close(fd);
+    if (saved_errno == EWOULDBLOCK) return std::nullopt;
+    errno = saved_errno;
+    throw io_error("cannot lock", dir);
+  }
+  return DirectoryLock(fd);
+}
+
+bool DirectoryLock::is_held(const fs::path& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return false;
+  try {
+    return !try_lock(dir).has_value();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+DirectoryLock::~DirectoryLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -64,10 +65,38 @@ class MetricsLog {
   const std::vector<std::string>& columns() const { return columns_; }
   const std::filesystem::path& file() const { return file_; }
 
+  ~MetricsLog();
+  MetricsLog(MetricsLog&& other) noexcept;
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+  MetricsLog& operator=(MetricsLog&&) = delete;
+
  private:
   std::filesystem::path file_;
   std::vector<std::string> columns_;
-  std::ofstream out_;
+  int fd_ = -1;  // opened without following a symbolic link (O_NOFOLLOW), for appending
+};
+
+// An exclusive lock on a directory (flock on the directory's own descriptor, so no file is
+// added to it), held by the one process that writes the run in it: a second `poslab train`
+// into the same --out, or a `poslab run` that would restart a run still being trained, finds
+// it taken. The kernel releases it when the holder exits, however it exits.
+class DirectoryLock {
+ public:
+  // The lock, or nothing if another process holds it. Throws if `dir` cannot be opened.
+  static std::optional<DirectoryLock> try_lock(const std::filesystem::path& dir);
+  // Whether another process holds the lock of `dir` now (false if `dir` does not exist).
+  static bool is_held(const std::filesystem::path& dir);
+
+  ~DirectoryLock();
+  DirectoryLock(DirectoryLock&& other) noexcept : fd_(other.fd_) { other.fd_ = -1; }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(DirectoryLock&&) = delete;
+
+ private:
+  explicit DirectoryLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
 };
 
 class RunDirectory {
