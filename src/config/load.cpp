@@ -728,6 +728,16 @@ void check_consistency(const Config& config, const std::map<std::string, std::st
            "encoding.max_len (" + std::to_string(max_len) + ") must be at least " + what + " (" +
                std::to_string(needed) + "): encoding 'learned' has a row per position");
   }
+  // Evaluation lengths are train.seq_len x factor, held as int.
+  for (const char* key : {"eval.length_factors", "eval.memory_factors"}) {
+    const auto& factors = std::string(key) == "eval.length_factors" ? config.eval.length_factors
+                                                                     : config.eval.memory_factors;
+    for (double f : factors)
+      if (double(t.seq_len) * f > double(std::numeric_limits<std::int32_t>::max()))
+        fail(blame({key, "train.seq_len"}),
+             std::string(key) + ": train.seq_len (" + std::to_string(t.seq_len) + ") x " +
+                 number_text(f) + " is more positions than an int holds (2^31 - 1)");
+  }
   // Each byte of the corpus goes to exactly one split, and train must keep some.
   const auto& d = config.data;
   if (d.valid_fraction + d.test_fraction >= 1.0)

@@ -1,5 +1,7 @@
 #include "train/memory_estimate.hpp"
 
+#include "tasks/task.hpp"
+
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -22,7 +24,13 @@ double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, b
   const double per_layer = copies * (2 * B * H * L * K + 8 * B * K * d + 2 * B * L * di) + B * M * d;
   const double output = copies * 2 * B * L * V;
   const double floats = parameters * (training ? 4 : 2) + layers * per_layer + output;
-  return 4 * floats;
+  double bytes = 4 * floats;
+  // Training keeps every step's loss (a double); a generated task's evaluation set is made up
+  // front: eval.batches x rows of inputs, targets and weights (4 bytes each).
+  if (training) bytes += 8.0 * cfg.train.steps;
+  if (!training && cfg.task.name != "lm")
+    bytes += 12.0 * (cfg.eval.batches > 0 ? cfg.eval.batches : double(kTaskEvalBatches)) * B * L;
+  return bytes;
 }
 
 double usable_memory_bytes() {

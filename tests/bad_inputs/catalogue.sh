@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# The catalogue of bad inputs (issue 16): one case per class of bad input or fault that once
+# crashed poslab, left output behind, was accepted, or lost data. Each case runs the real
+# binary in a fresh scratch directory and checks the contract:
+#   - exit code 1 (2 for usage errors), never a signal;
+#   - stderr is exactly one line, `poslab: error: ...`, holding the expected text;
+#   - nothing was written: every path of the scratch directory has the same type, link target,
+#     size and modification time as before, so existing runs and checkpoints are untouched.
+# A few cases were wrongly refused or crashed on valid input; they must succeed (`expect_ok`).
+#
+#   bash tests/bad_inputs/catalogue.sh build/poslab        (CTest: bad_inputs_catalogue)
+set -uo pipefail
+POSLAB=$(realpath "${1:?usage: catalogue.sh POSLAB}")
+export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1
+SCRATCH=$(mktemp -d /tmp/poslab-bad-inputs.XXXXXX)
+trap 'rm -rf "$SCRATCH"' EXIT
+cd "$SCRATCH" || exit 1
+failures=0 cases=0
+
+# The state of the working directory: every path with its type, link target, size and
+# modification time (in nanoseconds: any write changes it).
+snapshot() {
+  find . -path ./.capture -prune -o -printf '%y %p %l %s %T@\n' | sort
+}
+
+# expect_error NAME EXPECTED_TEXT COMMAND...: the command must fail cleanly, writing nothing.
+expect_error() {
+  local name=$1 expected=$2; shift 2
+  cases=$((cases + 1))
+  mkdir -p .capture
+  local before; before=$(snapshot)
+  timeout 120 "$@" >.capture/out 2>.capture/err
+  local code=$?
+  local after; after=$(snapshot)
+  local lines; lines=$(wc -l <.capture/err)
+  local problem=""
+  if [ "$code" -ne 1 ] && [ "$code" -ne 2 ]; then problem="exit code $code (1 or 2 expected)"
+  elif [ "$code" -eq 1 ] && [ "$lines" -ne 1 ]; then problem="stderr has $lines lines, not 1"
+  elif ! head -n 1 .capture/err | grep -q '^poslab: \(usage \)\?error: '; then
+    problem="stderr does not start with 'poslab: error:'"
+  elif ! grep -qF -- "$expected" .capture/err; then problem="stderr lacks '$expected'"
+  elif [ "${ALLOW_WRITES:-0}" != 1 ] && [ "$before" != "$after" ]; then
+    problem="files changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | head -3 | tr '\n' ' ')"
+  fi
+  if [ -n "$problem" ]; then
+    failures=$((failures + 1))
+    echo "FAIL $name: $problem"
+    sed 's/^/    stderr: /' .capture/err | head -5
+  else
+    echo "ok   $name: $(head -c 160 .capture/err)"
+  fi
+}
+
+# expect_ok NAME FILE COMMAND...: valid input, the command must succeed and write FILE.
+expect_ok() {
+  local name=$1 file=$2; shift 2
+  cases=$((cases + 1))
+  mkdir -p .capture
+  timeout 120 "$@" >.capture/out 2>.capture/err
+  local code=$?
+  if [ "$code" -ne 0 ] || [ ! -e "$file" ]; then
+    failures=$((failures + 1))
+    echo "FAIL $name: exit code $code, $file $( [ -e "$file" ] && echo exists || echo missing)"
+    sed 's/^/    stderr: /' .capture/err | head -5
+  else
+    echo "ok   $name: exit 0, wrote $file"
+  fi
+}
+
+# --- Fixtures (made before the cases; they are part of the "before" snapshot) ---------------
+seq 1 4000 >corpus.txt  # 18,893 bytes: validation split of about 1,900 tokens
+cat >tiny.toml <<TOML
+[model]
+d_model = 8
+n_layers = 1
+n_heads = 2
+d_inner = 16
+[data]
+path = "$SCRATCH/corpus.txt"
+[train]
+seq_len = 8
+batch_size = 2
+steps = 2
+[eval]
+batches = 1
+TOML
+: >empty.toml
+"$POSLAB" train --config tiny.toml --out finished >/dev/null 2>&1 || { echo "FAIL: cannot train the fixture run"; exit 1; }
+mkdir killed && cp finished/config.toml finished/metrics.csv killed/  # a run killed mid-way
+cp -r finished forged && cp -r finished nan
+# forged: a 16 KB .npy whose header claims 536,870,912 floats (2 GiB)
+{ printf '\x93NUMPY\x01\x00\x76\x00'
+  printf '%-117s\n' "{'descr': '<f4', 'fortran_order': False, 'shape': (536870912,), }"; } \
+  >forged/checkpoint/output.b.npy
+head -c 16000 /dev/zero >>forged/checkpoint/output.b.npy
+# nan: the same bytes with every float of one parameter replaced by a quiet NaN
+/usr/bin/python3 - nan/checkpoint/output.b.npy <<'PY'
+import sys
+data = open(sys.argv[1], 'rb').read()
+header = 10 + int.from_bytes(data[8:10], 'little')
+open(sys.argv[1], 'wb').write(data[:header] + b'\x00\x00\xc0\x7f' * ((len(data) - header) // 4))
+PY
+mkdir linked && ln -s "$SCRATCH/corpus.txt" linked/metrics.csv  # a run dir whose metrics.csv is a link
+awk 'BEGIN { printf "a"; for (i = 0; i < 60000; i++) printf ".a"; print " = 1" }' >dotted.toml
+{ echo '[study]'; echo 'name = "big"'; echo '[sweep]'
+  for k in train.seed train.steps train.warmup_steps train.log_every train.eval_every \
+           train.eval_batches eval.batches model.n_layers model.d_inner memory.mem_len \
+           train.seq_len train.batch_size eval.batch_size eval.seq_len train.max_position \
+           model.vocab_size; do
+    echo "\"$k\" = [$(seq -s, 1 16)]"
+  done; } >grid.toml
+{ echo '[study]'; echo 'name = "small"'; echo '[base]'; sed 's/^\[/[base./' tiny.toml
+  echo '[sweep]'; echo '"train.seed" = [1]'; } >small_study.toml
+"$POSLAB" run small_study.toml --out study >/dev/null 2>&1 || { echo "FAIL: cannot run the fixture study"; exit 1; }
+rm study/summary.csv && mkdir study/summary.csv  # the summary cannot be written
+T=(train --config tiny.toml)
+
+# --- Crashes --------------------------------------------------------------------------------
+expect_error crash_dotted_key "dotted key of more than 257 parts" "$POSLAB" train --config dotted.toml --out out
+expect_error crash_dotted_key_set "dotted key of more than 257 parts" "$POSLAB" "${T[@]}" --out out --set "train.steps={$(awk 'BEGIN { printf "a"; for (i = 0; i < 60000; i++) printf ".a" }')=1}"
+expect_ok    crash_threads_huge out_threads/eval.json "$POSLAB" "${T[@]}" --set train.threads=2147483647 --out out_threads
+rm -rf out_threads
+# --- Errors that left output behind ---------------------------------------------------------
+expect_error size_mem_len "needs about" "$POSLAB" "${T[@]}" --set memory.mem_len=2147483647 --out out
+expect_error size_seq_len "needs about" "$POSLAB" "${T[@]}" --set train.seq_len=2147483647 --out out
+expect_error size_d_model "needs about" "$POSLAB" "${T[@]}" --set model.d_model=1073741824 --set model.n_heads=1 --out out
+expect_error nonfinite_lr "train.lr must be a finite number, got inf" "$POSLAB" "${T[@]}" --set train.lr=inf --out out
+expect_error nonfinite_init_std "model.init_std must be a finite number" "$POSLAB" "${T[@]}" --set model.init_std=nan --out out
+expect_error learned_max_len "encoding.max_len (4) must be at least train.seq_len (8)" "$POSLAB" "${T[@]}" --set encoding.type=learned --set encoding.max_len=4 --out out
+expect_error randomized_max_position "train.max_position (4) must be at least" "$POSLAB" "${T[@]}" --set train.randomized_positions=true --set train.max_position=4 --out out
+expect_error escaped_nul_out_dir 'it may not hold control characters' "$POSLAB" "${T[@]}" --set 'out_dir="out\u0000x"'
+expect_error length_factor_overflow "more positions than an int holds" "$POSLAB" "${T[@]}" --set 'eval.length_factors=[1e300]' --out out
+# --- Accepted bad input ---------------------------------------------------------------------
+expect_error nonfinite_eps "train.eps must be a finite number" "$POSLAB" "${T[@]}" --set train.eps=inf --out out
+expect_error option_beyond_int32 "encoding.clip_k must be in [-2147483648, 2147483647] to fit its C++ type" "$POSLAB" "${T[@]}" --set encoding.type=shaw --set encoding.clip_k=4294967296 --out out
+expect_error study_grid_overflow "the sweep has more than 100000 runs" "$POSLAB" run grid.toml --out grid_out
+expect_error eval_longer_than_split "is too small for one batch" "$POSLAB" "${T[@]}" --set eval.seq_len=1500 --out out
+expect_error config_too_large "a config or study file may have at most 1048576" "$POSLAB" train --config /dev/zero --out out
+# --- Rejected good input --------------------------------------------------------------------
+expect_ok    empty_config_is_defaults out_empty/eval.json "$POSLAB" train --config empty.toml --set model.d_model=8 --set model.n_heads=2 --set model.n_layers=1 --set model.d_inner=16 --set train.seq_len=8 --set train.batch_size=2 --set train.steps=1 --set eval.batches=1 --set "data.path=$SCRATCH/corpus.txt" --out out_empty
+rm -rf out_empty
+# --- Checkpoints ----------------------------------------------------------------------------
+expect_error checkpoint_forged_header "parameter 'output.b': the file has shape [536870912], the manifest [256]" "$POSLAB" eval --run forged
+expect_error checkpoint_nan "parameter 'output.b' holds a non-finite value (nan" "$POSLAB" eval --run nan
+expect_error eval_impossible_setting "needs about" "$POSLAB" eval --run finished --seq-len 2000000
+# --- Faults and lost data -------------------------------------------------------------------
+expect_error rerun_killed_run "killed already holds an unfinished run" "$POSLAB" "${T[@]}" --out killed
+expect_error other_config_over_finished "finished already holds a finished run" "$POSLAB" "${T[@]}" --set train.seed=7 --out finished
+expect_error metrics_symlink "linked already holds an unfinished run (metrics.csv)" "$POSLAB" "${T[@]}" --out linked
+mkdir busy
+exec 9<busy && flock -n 9  # this shell holds the lock a running `poslab train` would hold
+expect_error two_writers "busy is being written by another poslab process" "$POSLAB" "${T[@]}" --out busy
+exec 9<&-
+rmdir busy
+# --- Exit 0 on failure ----------------------------------------------------------------------
+# (a study rewrites its study.toml and tables on every invocation: here only the exit code and
+# the error line are the contract)
+ALLOW_WRITES=1 expect_error summary_not_written "cannot write the summary" "$POSLAB" run small_study.toml --out study
+# --- Injection ------------------------------------------------------------------------------
+expect_error newline_in_out_export "--out: a path may not hold control characters" "$POSLAB" run small_study.toml --export slurm --out "$(printf 'x\nrm -rf /')"
+expect_error newline_in_study_path "a path may not hold control characters" "$POSLAB" run "$(printf 'small_study.toml\nx')" --export slurm
+expect_error newline_in_train_out "--out: a path may not hold control characters" "$POSLAB" "${T[@]}" --out "$(printf 'x\ny')"
+expect_error newline_in_set "--set train.steps=2\\n3" "$POSLAB" "${T[@]}" --out out --set "$(printf 'train.steps=2\n3')"
+
+# --- A runner killed with -9 leaves no training behind -------------------------------------
+cases=$((cases + 1))
+sed 's/^steps = 2$/steps = 1000000/' small_study.toml >long_study.toml
+"$POSLAB" run long_study.toml --out long >/dev/null 2>&1 & runner=$!
+child=""
+for _ in $(seq 1 100); do  # the runner's children, from /proc (no procps needed)
+  child=$(cat /proc/"$runner"/task/*/children 2>/dev/null | xargs)
+  [ -n "$child" ] && break; sleep 0.1
+done
+kill -9 "$runner"; wait "$runner" 2>/dev/null
+alive=""
+for _ in $(seq 1 50); do
+  alive=""; for c in $child; do kill -0 "$c" 2>/dev/null && alive="$alive $c"; done
+  [ -z "$alive" ] && break; sleep 0.1
+done
+if [ -z "$child" ] || [ -n "$alive" ]; then
+  failures=$((failures + 1))
+  echo "FAIL runner_killed: child '${child}' of the killed runner${alive:+ still alive:$alive}"
+  for c in $alive; do kill "$c"; done
+else
+  echo "ok   runner_killed: the training (pid $child) died with its runner"
+fi
+
+echo "$cases cases, $failures failed"
+[ "$failures" -eq 0 ]
