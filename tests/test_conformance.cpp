@@ -1,17 +1,29 @@
 // The conformance kit: every registered encoding goes through the same tests. Registering an
 // encoding (src/encodings/registry.cpp) is all it takes to be tested here.
 //
-//   1. gradient check (double) of every parameter of a model using the encoding, with memory
+//   1. gradient check (double) of every parameter of a 2-layer model using the encoding, with
+//      memory, at every option set of the encoding (below); the defaults also with same_length
+//      and without memory; a failure names the parameter and its coordinates
 //   2. relative / none: scores unchanged when all positions shift; absolute: changed;
-//      relative_normalized (FIRE): unchanged by a small shift, changed far beyond the threshold
-//   3. efficient == naive, for encodings that offer `naive = true`
+//      relative_normalized (FIRE): unchanged by a small shift, changed far beyond the threshold;
+//      at every option set where the property holds
+//   3. efficient == naive, for encodings that offer `naive = true`, at every option set
 //   4. state reuse: with unbounded memory, two segments with memory == one pass for relative
 //      schemes (and for absolute ones with continued positions); absolute schemes restarted per
 //      segment differ (the failure case of Dai et al. 2019)
+//
+// Option sets. A bug hidden behind a non-default option (a per-layer table accumulated with `=`
+// instead of `+=` when `shared = false`, say) passes a kit that tests defaults only. So each
+// encoding is tested at: its defaults; every boolean option flipped on its own (derived from the
+// registry, so a new boolean is covered without touching this file); and the edge values listed
+// in kEdgeOptionSets (clipping, bucketing and thresholds that only bite at small values).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "encoding_test_helpers.hpp"
 #include "gradcheck.hpp"
@@ -28,16 +40,82 @@ std::vector<std::string> encoding_names() {
   return names;
 }
 
+// Option values that only matter at their edges, per encoding: with L = 4 and memory 3 the
+// defaults (clip 16, 32 buckets up to 128, a threshold of 512, ...) never clip anything.
+struct EdgeSet {
+  std::string encoding;
+  std::vector<std::pair<std::string, OptionValue>> values;
+  bool translation_invariant = true;  // false: the set leaves the encoding's relative regime
+};
+const std::vector<EdgeSet> kEdgeOptionSets = {
+    {"shaw", {{"clip_k", std::int64_t(0)}}},
+    {"shaw", {{"clip_k", std::int64_t(1)}, {"per_head", true}}},
+    {"transformer_xl", {{"clamp_len", std::int64_t(2)}}},
+    {"transformer_xl", {{"clamp_len", std::int64_t(2)}, {"untie_uv", true}}},
+    {"t5_bias", {{"num_buckets", std::int64_t(4)}, {"max_distance", std::int64_t(4)}}},
+    {"t5_bias", {{"num_buckets", std::int64_t(4)}, {"max_distance", std::int64_t(4)},
+                 {"bidirectional", true}}},
+    {"rope", {{"fraction", 0.5}}},
+    {"kerple", {{"shared", true}, {"r2_init", 0.01}}},
+    {"fire", {{"threshold_init", 2.0}}, false},  // queries beyond L_thr: not relative there
+    {"fire", {{"threshold_init", 2.0}, {"shared", true}, {"learn_threshold", false}}, false},
+    {"deberta", {{"k", std::int64_t(2)}}},
+    {"deberta", {{"k", std::int64_t(1)}, {"p2c", false}}},
+    {"example_distance_bias", {{"max_distance", std::int64_t(1)}, {"init_std", 0.3}}},
+};
+
+// One configuration of the kit: an encoding and a full set of its options.
+struct KitCase {
+  std::string encoding;
+  std::string label;  // "shaw", "shaw, per_head = true", ...
+  Options options;
+  bool translation_invariant = true;
+};
+
+std::vector<KitCase> kit_cases() {
+  std::vector<KitCase> cases;
+  for (const auto& info : registered_encodings()) {
+    const Options defaults = Options::defaults(info.options);
+    cases.push_back({info.name, info.name, defaults});
+    for (const auto& spec : info.options) {  // every boolean flipped on its own
+      const bool* value = std::get_if<bool>(&spec.default_value);
+      if (!value || spec.key == "naive") continue;  // naive: test 3 compares both paths
+      KitCase c{info.name, info.name + ", " + spec.key + " = " + (*value ? "false" : "true"),
+                defaults};
+      c.options.set(spec.key, !*value);
+      cases.push_back(std::move(c));
+    }
+    for (const auto& edge : kEdgeOptionSets) {
+      if (edge.encoding != info.name) continue;
+      KitCase c{info.name, info.name, defaults, edge.translation_invariant};
+      for (const auto& [key, v] : edge.values) {
+        REQUIRE(c.options.has(key));  // a renamed option must not silently drop its edge set
+        c.options.set(key, v);
+        c.label += ", " + key + " = " + option_to_string(v);
+      }
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
 ModelConfig kit_model() { return tiny_model_config(false, false, "gelu"); }
 
-EncodingConfig kit_encoding(const std::string& name, bool naive = false) {
+EncodingConfig kit_encoding(const std::string& name, bool naive = false,
+                            const Options* options = nullptr) {
   EncodingConfig e;
   e.type = name;
-  e.options = default_options(name);
+  e.options = options ? *options : default_options(name);
   // Large initial tables so that the positional terms are not negligible next to the content.
   if (e.options.has("init_std")) e.options.set("init_std", 0.3);
+  // A learned table just longer than the kit's positions (at most 4 + 3 + 17): the gradient
+  // check perturbs every entry, and 1,024 rows would make it the slowest test of the suite.
+  if (e.options.has("max_len")) e.options.set("max_len", std::int64_t(32));
   if (e.options.has("naive")) e.options.set("naive", naive);
   return e;
+}
+EncodingConfig kit_encoding(const KitCase& c, bool naive = false) {
+  return kit_encoding(c.encoding, naive, &c.options);
 }
 
 // A model with every parameter at a generic point (biases and gains randomised too).
@@ -60,33 +138,46 @@ std::vector<std::int32_t> random_tokens(int n, std::uint64_t seed) {
 }  // namespace
 
 TEST_CASE("conformance: gradient of every parameter, with memory", "[conformance][grad]") {
-  const auto name = GENERATE(from_range(encoding_names()));
-  DYNAMIC_SECTION("encoding " << name) {
-    MemoryConfig mem;
-    mem.mem_len = 3;
-    auto model = make_model(kit_encoding(name), mem);
-    const int B = 2, L = 4;
-    auto tok = random_tokens(B * L, 1), tgt = random_tokens(B * L, 2);
-    auto tok2 = random_tokens(B * L, 3), tgt2 = random_tokens(B * L, 4);
-    model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, true);  // fills the memory
-    auto loss = [&] { return model->forward(tok2.data(), tgt2.data(), nullptr, B, L, L, false); };
-    model->arena().zero_grads();
-    loss();
-    model->backward();
-    auto& a = model->arena();
-    std::vector<double> analytic(a.grads(), a.grads() + a.count());
-    require_gradient(name + ": every parameter", a.values(), analytic.data(), a.count(), loss,
-                     1e-6, [&](std::size_t i) { return locate(a, i); });
+  const auto c = GENERATE(from_range(kit_cases()));
+  // The defaults with memory, with same_length and without memory; every other option set with
+  // memory (the setting with the most paths through the backward pass).
+  std::vector<std::pair<int, bool>> memories = {{3, false}};
+  if (c.label == c.encoding) memories.insert(memories.end(), {{3, true}, {0, false}});
+  for (const auto& [mem_len, same_length] : memories) {
+    DYNAMIC_SECTION("encoding " << c.label << "; memory " << mem_len
+                                << (same_length ? ", same_length" : "")) {
+      MemoryConfig mem;
+      mem.mem_len = mem_len;
+      mem.same_length = same_length;
+      auto model = make_model(kit_encoding(c), mem);
+      const int B = 2, L = 4;
+      auto tok = random_tokens(B * L, 1), tgt = random_tokens(B * L, 2);
+      auto tok2 = random_tokens(B * L, 3), tgt2 = random_tokens(B * L, 4);
+      model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, true);  // fills the memory
+      auto loss = [&] { return model->forward(tok2.data(), tgt2.data(), nullptr, B, L, L, false); };
+      model->arena().zero_grads();
+      loss();
+      model->backward();
+      auto& a = model->arena();
+      std::vector<double> analytic(a.grads(), a.grads() + a.count());
+      require_gradient(c.label + ": every parameter", a.values(), analytic.data(), a.count(),
+                       loss, 1e-6, [&](std::size_t i) { return locate(a, i); });
+    }
   }
 }
 
 TEST_CASE("conformance: shifting every position changes only absolute encodings",
           "[conformance][property]") {
-  const auto name = GENERATE(from_range(encoding_names()));
-  DYNAMIC_SECTION("encoding " << name) {
+  const auto c = GENERATE(from_range(kit_cases()));
+  const std::string name = c.encoding;
+  DYNAMIC_SECTION("encoding " << c.label) {
+    if (!c.translation_invariant) {
+      SUCCEED(c.label << " leaves the encoding's relative regime: the property does not apply");
+      return;
+    }
     MemoryConfig mem;
     mem.continue_positions = true;  // so the offset reaches the positions
-    auto model = make_model(kit_encoding(name), mem);
+    auto model = make_model(kit_encoding(c), mem);
     const int B = 2, L = 5;
     auto tok = random_tokens(B * L, 5), tgt = random_tokens(B * L, 6);
     model->forward(tok.data(), tgt.data(), nullptr, B, L, 0);
@@ -118,17 +209,18 @@ TEST_CASE("conformance: shifting every position changes only absolute encodings"
 
 TEST_CASE("conformance: the efficient implementation equals the naive one",
           "[conformance][naive]") {
-  const auto name = GENERATE(from_range(encoding_names()));
-  DYNAMIC_SECTION("encoding " << name) {
-    if (!find_encoding(name)->make_double || !Options::defaults(find_encoding(name)->options).has("naive")) {
+  const auto c = GENERATE(from_range(kit_cases()));
+  const std::string name = c.encoding;
+  DYNAMIC_SECTION("encoding " << c.label) {
+    if (!find_encoding(name)->make_double || !c.options.has("naive")) {
       SUCCEED(name << " has a single implementation");
     } else {
       for (bool same_length : {false, true}) {
         MemoryConfig mem;
         mem.mem_len = 3;
         mem.same_length = same_length;
-        auto fast = make_model(kit_encoding(name, false), mem);
-        auto naive = make_model(kit_encoding(name, true), mem);
+        auto fast = make_model(kit_encoding(c, false), mem);
+        auto naive = make_model(kit_encoding(c, true), mem);
         const int B = 2, L = 4;
         for (int seg = 0; seg < 2; ++seg) {  // second segment: with memory
           auto tok = random_tokens(B * L, 10 + seg), tgt = random_tokens(B * L, 20 + seg);
