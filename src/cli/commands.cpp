@@ -276,8 +276,16 @@ int run_train(const Config& cfg, bool force) {
   if (!std::isnan(bigram) && evaluations[0]["loss"].is_number())
     gate = evaluations[0]["loss"].get<double>() < bigram;
 
-  save_checkpoint(run.path(), model.arena());
   const nlohmann::json& main_eval = evaluations[0];
+  // The setting was checked before the run started; a NaN loss (a broken model, no scored
+  // token) is found only now. nlohmann::json keeps a NaN as a number and writes it as null.
+  if (!main_eval["loss"].is_number() || !std::isfinite(main_eval["loss"].get<double>()))
+    throw std::runtime_error("the main evaluation gave no loss" +
+                             (main_eval.contains("error")
+                                  ? ": " + main_eval["error"].get<std::string>()
+                                  : std::string(" (NaN): the model is broken")) +
+                             "; the run in " + cfg.out_dir + " is left unfinished");
+  save_checkpoint(run.path(), model.arena());
   nlohmann::json result = {{"loss", main_eval["loss"]},
                            {"accuracy", main_eval.value("accuracy", 0.0)},
                            {"exact_match", main_eval.value("exact_match", 0.0)},

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "config/toml_text.hpp"
+
 namespace poslab {
 
 std::string option_to_string(const OptionValue& v) {
@@ -13,6 +15,8 @@ std::string option_to_string(const OptionValue& v) {
           out << (x ? "true" : "false");
         else if constexpr (std::is_same_v<X, std::string>)
           out << '"' << x << '"';
+        else if constexpr (std::is_same_v<X, double>)
+          out << number_text(x);  // exactly: -2147483649, not -2.14748e+09
         else
           out << x;
       },

@@ -145,6 +145,14 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
     interval_loss = 0;
     interval_steps = 0;
   }
+  // The loss above is computed before each update: the last update can still break the model
+  // (train.lr = 2^31 trained two steps "fine" and evaluated to a NaN loss).
+  const float* values = model.arena().values();
+  for (std::size_t i = 0; i < model.arena().count(); ++i)
+    if (!std::isfinite(values[i]))
+      throw std::runtime_error("training diverged: a parameter is " + std::to_string(values[i]) +
+                               " after step " + std::to_string(tc.steps) +
+                               " (try a lower train.lr or train.grad_clip)");
   report.steps = tc.steps;
   report.seconds = std::chrono::duration<double>(clock::now() - start).count();
   report.tokens_per_second = double(tc.steps) * B * L / report.seconds;
