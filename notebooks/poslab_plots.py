@@ -66,9 +66,10 @@ def mean_band(ax, frame, x, y, label, **style):
     style.setdefault("markersize", 3.5)
     line, = ax.plot(stats[x], stats["mean"], lw=1.4, label=poslab_style.label(name), **style)
     if (stats["n"] > 1).any():
-        ax.fill_between(stats[x], stats["low"].fillna(stats["mean"]),
-                        stats["high"].fillna(stats["mean"]), alpha=0.15, lw=0,
-                        color=line.get_color())
+        low, high = stats["low"].fillna(stats["mean"]), stats["high"].fillna(stats["mean"])
+        if y in ("accuracy", "exact_match"):  # a t interval can leave [0, 1]; the score cannot
+            low, high = low.clip(0, 1), high.clip(0, 1)
+        ax.fill_between(stats[x], low, high, alpha=0.12, lw=0, color=line.get_color())
     return line
 
 
