@@ -92,18 +92,3 @@ TEST_CASE("alibi: the hook subtracts m_h (i - j), unscaled, on visible cells", "
   }
 }
 
-TEST_CASE("alibi: gradients through attention with memory", "[alibi][grad]") {
-  const int B = 2, L = 3, M = 2, K = M + L, d = 12, H = 3;
-  Positions pos(L, M, 0);
-  Rng rng(4);
-  ParameterArena<double> arena;
-  auto enc = find_encoding("alibi")->make<double>(Options(), {d, H, d / H, 1}, arena);
-  Attention<double> attn(arena, "attn.", d, H);
-  arena.allocate();
-  attn.init(rng, 0.5);
-  for (int window : {0, 3}) {
-    CAPTURE(window);
-    AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
-    check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o");
-  }
-}

@@ -217,27 +217,6 @@ TEST_CASE("deberta: finite-difference gradients of P, W_qr, W_kr, q and k", "[de
     }
 }
 
-TEST_CASE("deberta: gradients through attention with memory", "[deberta][grad]") {
-  const int B = 2, L = 3, M = 2, K = M + L, d = 8, H = 2;
-  Positions pos(L, M, 0);
-  for (bool naive : {false, true}) {
-    CAPTURE(naive);
-    Rng rng(60);
-    ParameterArena<double> arena;
-    auto enc = make_deberta({.k = 3, .naive = naive, .init_std = 0.5}, {d, H, d / H, 1}, arena);
-    Attention<double> attn(arena, "attn.", d, H);
-    arena.allocate();
-    attn.init(rng, 0.5);
-    enc->init(arena, rng);
-    for (int window : {0, 3}) {
-      CAPTURE(window);
-      AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
-      check_attention_gradients(attn, *enc, arena, g, 0, rng, "x",
-                                "W_q, W_k, W_v, W_o, P, W_qr, W_kr");
-    }
-  }
-}
-
 TEST_CASE("deberta: shifting every position changes nothing", "[deberta]") {
   const int B = 2, L = 4, M = 3, K = M + L, H = 2, dh = 3, d = H * dh;
   ParameterArena<double> arena;

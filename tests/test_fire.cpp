@@ -203,21 +203,6 @@ TEST_CASE("fire: finite-difference gradients of w1, b1, W2, c and L_thr", "[fire
     }
 }
 
-TEST_CASE("fire: gradients through attention with memory", "[fire][grad]") {
-  const int B = 2, L = 3, M = 2, K = M + L, d = 8, H = 2;
-  Positions pos(L, M, 2);
-  Rng rng(12);
-  ParameterArena<double> arena;
-  auto enc = make_fire({.hidden = 4}, {d, H, d / H, 1}, arena);
-  Attention<double> attn(arena, "attn.", d, H);
-  arena.allocate();
-  attn.init(rng, 0.5);
-  set_parameters(arena, rng, 3.5);
-  attn.init(rng, 0.5);  // set_parameters overwrote everything
-  AttentionGeometry g{B, L, M, K, H, d / H, 0, pos.q.data(), pos.k.data()};
-  check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o and FIRE");
-}
-
 TEST_CASE("fire: relative below the threshold, not beyond; future keys are refused", "[fire]") {
   const int B = 1, L = 4, M = 3, K = M + L, H = 2, dh = 2;
   ParameterArena<double> arena;

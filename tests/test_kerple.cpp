@@ -125,16 +125,3 @@ TEST_CASE("kerple: finite-difference gradients of r1 and r2", "[kerple][grad]") 
     }
 }
 
-TEST_CASE("kerple: gradients through attention with memory", "[kerple][grad]") {
-  const int B = 2, L = 3, M = 2, K = M + L, d = 8, H = 2;
-  Positions pos(L, M, 0);
-  Rng rng(10);
-  ParameterArena<double> arena;
-  auto enc = find_encoding("kerple")->make<double>(kerple_options(), {d, H, d / H, 1}, arena);
-  Attention<double> attn(arena, "attn.", d, H);
-  arena.allocate();
-  attn.init(rng, 0.5);
-  enc->init(arena, rng);
-  AttentionGeometry g{B, L, M, K, H, d / H, 0, pos.q.data(), pos.k.data()};
-  check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o, r1, r2");
-}

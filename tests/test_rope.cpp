@@ -195,18 +195,3 @@ TEST_CASE("rope: backward is the inverse rotation (finite differences of q and k
   }
 }
 
-TEST_CASE("rope: gradients through attention with memory", "[rope][grad]") {
-  const int B = 2, L = 3, M = 2, K = M + L, d = 8, H = 2;
-  Positions pos(L, M, 4);
-  Rng rng(6);
-  ParameterArena<double> arena;
-  auto enc = find_encoding("rope")->make<double>(rope_options(), {d, H, d / H, 1}, arena);
-  Attention<double> attn(arena, "attn.", d, H);
-  arena.allocate();
-  attn.init(rng, 0.5);
-  for (int window : {0, 3}) {
-    CAPTURE(window);
-    AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
-    check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o");
-  }
-}

@@ -324,38 +324,6 @@ TEST_CASE("shaw: finite-difference gradients of the hooks", "[shaw][grad]") {
     }
 }
 
-TEST_CASE("shaw: gradients through attention with memory", "[shaw][grad]") {
-  Rng rng(8);
-  const int B = 2, L = 3, M = 2, K = M + L, d = 8, H = 2, layers = 2, layer = 1;
-  Positions pos(L, M, 0);
-  for (bool per_head : {false, true})
-    for (bool naive : {false, true}) {
-      CAPTURE(per_head, naive);
-      ParameterArena<double> arena;
-      auto enc = make_shaw({.clip_k = 2, .per_head = per_head, .naive = naive, .init_std = 0.5},
-                           {d, H, d / H, layers}, arena);
-      Attention<double> attn(arena, "attn.", d, H);
-      arena.allocate();
-      attn.init(rng, 0.5);
-      enc->init(arena, rng);
-      for (int window : {0, 3}) {
-        CAPTURE(window);
-        AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
-        check_attention_gradients(attn, *enc, arena, g, layer, rng, "x (memory and segment rows)",
-                                  "W_q, W_k, W_v, W_o, w_K, w_V");
-      }
-    }
-}
-
-TEST_CASE("shaw: gradient of every parameter of a whole model with memory", "[shaw][grad]") {
-  EncodingConfig e;
-  e.type = "shaw";
-  e.options = shaw_options({.clip_k = 2, .init_std = 0.3});
-  MemoryConfig mem;
-  mem.mem_len = 3;
-  check_whole_model_gradients(tiny_model_config(), e, mem);
-}
-
 TEST_CASE("shaw: shifting every position by a constant changes nothing", "[shaw]") {
   const int B = 2, L = 4, M = 3, K = M + L, H = 2, dh = 3;
   for (bool naive : {false, true})

@@ -168,20 +168,3 @@ TEST_CASE("t5: finite-difference gradient of the shared table", "[t5][grad]") {
   }
 }
 
-TEST_CASE("t5: gradients through attention with memory and same_length", "[t5][grad]") {
-  const int B = 2, L = 3, M = 3, K = M + L, d = 8, H = 2;
-  Positions pos(L, M, 0);
-  Rng rng(5);
-  ParameterArena<double> arena;
-  auto enc = find_encoding("t5_bias")->make<double>(t5_options(6, 4, false, 0.5), {d, H, d / H, 1},
-                                                    arena);
-  Attention<double> attn(arena, "attn.", d, H);
-  arena.allocate();
-  attn.init(rng, 0.5);
-  enc->init(arena, rng);
-  for (int window : {0, 4}) {
-    CAPTURE(window);
-    AttentionGeometry g{B, L, M, K, H, d / H, window, pos.q.data(), pos.k.data()};
-    check_attention_gradients(attn, *enc, arena, g, 0, rng, "x", "W_q, W_k, W_v, W_o, t5.bias");
-  }
-}

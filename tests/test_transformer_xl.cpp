@@ -400,20 +400,6 @@ TEST_CASE(
     }
 }
 
-TEST_CASE("transformer_xl whole model: gradient of every parameter, with memory", "[xl][grad]") {
-  for (const auto& c : std::vector<Case>{
-           {"shared u, v", {}},
-           {"untie_uv, clamp_len 2", {{"untie_uv", true}, {"clamp_len", std::int64_t(2)}}}}) {
-    EncodingConfig e;
-    e.type = "transformer_xl";
-    e.options = xl_options(c.options);
-    MemoryConfig mem;
-    mem.mem_len = 3;
-    INFO(c.name);
-    check_whole_model_gradients(tiny_model_config(), e, mem);
-  }
-}
-
 // ------------------------------------------------------------------------------------------------
 // 4. Shift invariance
 // ------------------------------------------------------------------------------------------------
