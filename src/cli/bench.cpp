@@ -16,6 +16,7 @@
 #include "model/transformer.hpp"
 #include "train/run_dir.hpp"
 #include "train/sliding_window.hpp"
+#include "train/memory_estimate.hpp"
 #include "train/train.hpp"
 
 namespace poslab {
@@ -60,6 +61,8 @@ BenchResult bench_training(const Config& base, int steps) {
 }
 
 int run_bench(const Config& cfg, int steps) {
+  check_memory(cfg, cfg.train.batch_size, cfg.train.seq_len, cfg.memory.mem_len,
+               /*training=*/true, "bench (train.batch_size, train.seq_len, memory.mem_len)");
   set_threads(cfg.train.threads);
   const ModelConfig& m = cfg.model;
   std::cout << "poslab bench: d_model " << m.d_model << ", " << m.n_layers << " layers, "
@@ -82,6 +85,8 @@ int run_bench(const Config& cfg, int steps) {
 }
 
 int run_bench_comparison(const Config& base, int steps, int mem_len) {
+  check_memory(base, base.train.batch_size, base.train.seq_len, mem_len, /*training=*/true,
+               "bench --compare (train.batch_size, train.seq_len, --compare M)");
   set_threads(base.train.threads);
   std::cout << "poslab bench --compare: d_model " << base.model.d_model << ", "
             << base.model.n_layers << " layers, segment " << base.train.seq_len << ", batch "
@@ -121,6 +126,8 @@ double seconds_of(Work&& work) {
 
 int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long targets,
                     const std::string& csv_path) {
+  for (int a : attn_lens)  // the vanilla mode runs one segment of the whole attention length
+    check_memory(cfg, 1, a, 0, /*training=*/false, "bench --reuse " + std::to_string(a));
   set_threads(cfg.train.threads);
   const int L = cfg.train.seq_len;
   std::cout << "poslab bench --reuse: evaluation speed with and without state reuse (Dai et al. "

@@ -330,11 +330,14 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
   RunDirectory run = RunDirectory::open(run_dir);
   const Config cfg = load_config(run.file("config.toml").string(), overrides);
   set_threads(cfg.train.threads);
-  TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
-  load_checkpoint(run.path(), model.arena());
   // Defaults: the run's own main evaluation setting.
   const int L = seq_len > 0 ? seq_len : (cfg.eval.seq_len > 0 ? cfg.eval.seq_len : cfg.train.seq_len);
   const int M = mem_len >= 0 ? mem_len : (cfg.eval.mem_len >= 0 ? cfg.eval.mem_len : cfg.memory.mem_len);
+  check_memory(cfg, evaluation_batch_size(cfg), L, M, /*training=*/false,
+               "evaluating " + run_dir + " (segment " + std::to_string(L) + ", memory " +
+                   std::to_string(M) + ")");
+  TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
+  load_checkpoint(run.path(), model.arena());
   std::vector<float> token_losses;
   const nlohmann::json result =
       evaluate_setting(model, cfg, EvalSetting{.kind = "main", .seq_len = L, .mem_len = M},

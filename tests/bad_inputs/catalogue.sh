@@ -124,6 +124,8 @@ rm -rf out_threads
 expect_error size_mem_len "needs about" "$POSLAB" "${T[@]}" --set memory.mem_len=2147483647 --out out
 expect_error size_seq_len "needs about" "$POSLAB" "${T[@]}" --set train.seq_len=2147483647 --out out
 expect_error size_d_model "needs about" "$POSLAB" "${T[@]}" --set model.d_model=1073741824 --set model.n_heads=1 --out out
+expect_error size_bench "bench (train.batch_size, train.seq_len, memory.mem_len) needs about" "$POSLAB" bench --steps 1 --set model.d_model=1073741824 --set model.n_heads=1
+expect_error size_eval_override "needs about" "$POSLAB" eval --run finished --set model.vocab_size=2147483647
 expect_error nonfinite_lr "train.lr must be a finite number, got inf" "$POSLAB" "${T[@]}" --set train.lr=inf --out out
 expect_error nonfinite_init_std "model.init_std must be a finite number" "$POSLAB" "${T[@]}" --set model.init_std=nan --out out
 expect_error learned_max_len "encoding.max_len (4) must be at least train.seq_len (8)" "$POSLAB" "${T[@]}" --set encoding.type=learned --set encoding.max_len=4 --out out
