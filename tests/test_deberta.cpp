@@ -235,3 +235,38 @@ TEST_CASE("deberta: shifting every position changes nothing", "[deberta]") {
   CHECK(at(0) == at(13));
   CHECK(at(0) == at(100000));
 }
+
+TEST_CASE("deberta: p2c_reference indexes Q^r by delta(i, j), the paper by delta(j, i)",
+          "[deberta]") {
+  // With only the p2c term, the rows of P that receive gradient are the rows p2c reads. In a
+  // causal model the paper's delta(j, i) = k - (i - j) reads rows 0 .. k, the reference code's
+  // delta(i, j) = i - j + k reads rows k .. 2k - 1.
+  const int B = 1, L = 4, M = 0, K = M + L, d = 4, H = 1, k = 3;
+  Positions pos(L, M, 0);
+  AttentionGeometry g{B, L, M, K, H, d / H, 0, pos.q.data(), pos.k.data()};
+  for (bool reference : {false, true}) {
+    CAPTURE(reference);
+    Options o = deberta_options({.k = k, .c2p = false, .init_std = 0.5});
+    o.set("p2c_reference", reference);
+    ParameterArena<double> arena;
+    auto enc = find_encoding("deberta")->make<double>(o, {d, H, d / H, 1}, arena);
+    arena.allocate();
+    Rng rng(3);
+    enc->init(arena, rng);
+    std::vector<double> q = random_vector(B * L * d, rng), kk = random_vector(B * K * d, rng);
+    std::vector<double> scores(B * H * L * K, 0.0), dscores(B * H * L * K, 1.0);
+    zero_masked(dscores, g);
+    std::vector<double> dq(q.size(), 0.0), dk(kk.size(), 0.0);
+    enc->scores_forward(0, g, q.data(), kk.data(), 1.0, scores.data());
+    enc->scores_backward(0, g, q.data(), kk.data(), 1.0, dscores.data(), dq.data(), dk.data());
+    const double* dP = arena.grads();  // deberta.P is the first parameter: [2k, d]
+    REQUIRE(arena.slots()[0].name == "deberta.P");
+    for (int row = 0; row < 2 * k; ++row) {
+      double norm = 0;
+      for (int c = 0; c < d; ++c) norm += std::abs(dP[row * d + c]);
+      const bool read = reference ? row >= k : row <= k;
+      CAPTURE(row);
+      CHECK((norm > 0) == read);
+    }
+  }
+}

@@ -223,7 +223,7 @@ int run(int argc, char** argv) {
 
   CLI::App* train = app.add_subcommand(
       "train", "Train a model as the config says and evaluate it on the validation split.");
-  train->add_option("--config", args.config_path, "TOML config file (see config/config.hpp)")
+  train->add_option("--config", args.config_path, "TOML config file (every key: src/config/config.hpp, or docs/06)")
       ->type_name("FILE")
       ->required();
   add_overrides(train, args);
@@ -307,8 +307,8 @@ int run(int argc, char** argv) {
       "encodings", "List the positional encodings and their options.");
   encodings->footer(
       "Prints each registered encoding: its name (the value of encoding.type), its family\n"
-      "(none, absolute or relative), the paper, and every option with its type, default and\n"
-      "range. Writes nothing.\n"
+      "(none, absolute, relative or relative_normalized, FIRE's: relative up to a threshold),\n"
+      "the paper, and every option with its type, default and range. Writes nothing.\n"
       "Example:\n"
       "  poslab encodings");
 

@@ -32,6 +32,11 @@
 //     which adds a per-key constant in p2c and is kept out here for symmetry with K^r).
 //   - Options c2p / p2c switch a term off (the paper's ablation); the scale follows the number of
 //     terms summed, 1/sqrt((1 + c2p + p2c) d_h).
+//   - The index of the p2c term (option `p2c_reference`). The paper writes Q^r[delta(j, i)]
+//     (default); Microsoft's and Hugging Face's code build p2c from the same relative-position
+//     matrix as c2p, which amounts to Q^r[delta(i, j)] (with `p2c_reference = true`). In a
+//     causal model the paper's index reads rows 0 .. k of Q^r, the code's rows k .. 2k - 1.
+//     Both give the same model class; which rows are trained differs.
 //   - Init N(0, init_std) for P, W_qr, W_kr. P has no weight decay (a positional table), W_qr and
 //     W_kr are matrices and do.
 //
@@ -87,6 +92,7 @@ class Deberta : public Encoding<T> {
         k_(int(o.get_int("k"))),
         c2p_enabled_(o.get_bool("c2p")),
         p2c_enabled_(o.get_bool("p2c")),
+        p2c_sign_(o.get_bool("p2c_reference") ? 1 : -1),
         naive_(o.get_bool("naive")),
         init_std_(o.get_double("init_std")) {
     if (o.get_int("k") < 1) throw std::invalid_argument("deberta: k must be >= 1");
@@ -271,7 +277,8 @@ class Deberta : public Encoding<T> {
     if (layer < 0 || layer >= n_layers_) throw std::out_of_range("deberta: no such layer");
   }
 
-  // c2p: delta(i, j) of x = q_pos[i] - k_pos[j];  p2c: delta(j, i) of x = k_pos[j] - q_pos[i].
+  // c2p: delta(i, j) of x = q_pos[i] - k_pos[j];  p2c: delta(j, i) of x = k_pos[j] - q_pos[i]
+  // (the paper), or delta(i, j) like c2p with p2c_reference (p2c_sign_ = +1).
   // Also the visible range [lo, hi] of every query row and the end `far` of its prefix of keys
   // k or more back (x >= k: c2p label 2k - 1, p2c label 0; with increasing key positions these
   // come first, with any other order the prefix is just shorter).
@@ -300,7 +307,7 @@ class Deberta : public Encoding<T> {
         if (!g.visible(i, j)) continue;
         const std::int64_t x = g.q_pos[i] - g.k_pos[j];
         lab_c2p_.label[std::size_t(i) * K + j] = deberta_delta(x, k_);
-        lab_p2c_.label[std::size_t(i) * K + j] = deberta_delta(-x, k_);
+        lab_p2c_.label[std::size_t(i) * K + j] = deberta_delta(p2c_sign_ * x, k_);
       }
     for (Labels* t : {&lab_c2p_, &lab_p2c_}) {
       for (int l : t->label)
@@ -357,8 +364,8 @@ class Deberta : public Encoding<T> {
               const T* kr = Kr.data() + long(deberta_delta(x, k_)) * d + h * dh;
               for (int c = 0; c < dh; ++c) a += qi[c] * kr[c];
             }
-            if (p2c_enabled_) {  // K^c_j . Q^r[delta(j, i)]
-              const T* qr = Qr.data() + long(deberta_delta(-x, k_)) * d + h * dh;
+            if (p2c_enabled_) {  // K^c_j . Q^r[delta(j, i)]  (delta(i, j) with p2c_reference)
+              const T* qr = Qr.data() + long(deberta_delta(p2c_sign_ * x, k_)) * d + h * dh;
               for (int c = 0; c < dh; ++c) a += kj[c] * qr[c];
             }
             scores[((long(b) * H + h) * L + i) * K + j] += scale * a;
@@ -387,7 +394,7 @@ class Deberta : public Encoding<T> {
               }
             }
             if (p2c_enabled_) {
-              const long r = long(deberta_delta(-x, k_)) * d + h * dh;
+              const long r = long(deberta_delta(p2c_sign_ * x, k_)) * d + h * dh;
               for (int c = 0; c < dh; ++c) {
                 dk[kj + c] += ds * Qr[r + c];
                 dQr[r + c] += ds * k[kj + c];
@@ -413,7 +420,9 @@ class Deberta : public Encoding<T> {
 
   ParameterArena<T>& arena_;
   int d_, H_, dh_, n_layers_, k_;
-  bool c2p_enabled_, p2c_enabled_, naive_;
+  bool c2p_enabled_, p2c_enabled_;
+  int p2c_sign_;  // -1: the paper's delta(j, i); +1: the reference code's delta(i, j)
+  bool naive_;
   double init_std_;
   Param P_;                        // [2k, d], shared by all layers
   std::vector<Param> W_qr_, W_kr_;  // [d, d] per layer
@@ -440,6 +449,9 @@ EncodingInfo deberta_encoding_info() {
                1, 1 << 20},
               {"c2p", true, "content-to-position term Q^c_i . K^r[delta(i, j)]"},
               {"p2c", true, "position-to-content term K^c_j . Q^r[delta(j, i)]"},
+              {"p2c_reference", false,
+               "index p2c by delta(i, j), as Microsoft's and Hugging Face's code effectively do "
+               "(default: the paper's delta(j, i))"},
               {"naive", false, "use the pair-by-pair reference implementation (slow; for tests)"},
               {"init_std", 0.02,
                "standard deviation of the N(0, std) initialisation of P, W_qr and W_kr", 0},
