@@ -69,6 +69,8 @@ def mean_band(ax, frame, x, y, label, **style):
         low, high = stats["low"].fillna(stats["mean"]), stats["high"].fillna(stats["mean"])
         if y in ("accuracy", "exact_match"):  # a t interval can leave [0, 1]; the score cannot
             low, high = low.clip(0, 1), high.clip(0, 1)
+        elif y == "loss":  # nor can a loss go below 0
+            low = low.clip(lower=0)
         ax.fill_between(stats[x], low, high, alpha=0.12, lw=0, color=line.get_color())
     return line
 
