@@ -309,9 +309,11 @@ def shaw_clip(summary, out_dir):
 
 
 def xl_terms(summary, out_dir):
-    """Transformer-XL term ablation: loss of each variant, with and without long memory."""
+    """Transformer-XL term ablation: loss of each variant (one row each) with and without long
+    memory, as points with their 95% t interval over seeds. Points, not bars: the losses differ
+    in the second decimal, and a bar cut off below its base would exaggerate that."""
     rows = summary.dropna(subset=["loss"])
-    fig, axes = panels([None])
+    fig, axes = panels([None], width=4.4, height=0.45 * rows["variant"].nunique() + 1.4)
     ax = axes[0]
     variants = list(dict.fromkeys(rows["variant"]))
     settings = [("main", None, "trained memory")]
@@ -319,20 +321,26 @@ def xl_terms(summary, out_dir):
     if not mem_rows.empty:
         settings = [("memory", mem_rows["mem_len"].min(), None),
                     ("memory", mem_rows["mem_len"].max(), None)]
-    width = 0.8 / len(settings)
+    offset = 0.3 / max(1, len(settings) - 1)
     for s, (kind, mem, label) in enumerate(settings):
         sub = rows[rows["kind"] == kind]
         if mem is not None:
             sub = sub[sub["mem_len"] == mem]
             label = f"evaluation memory {mem}"
-        stats = sub.groupby("variant")["loss"].agg(["mean", "std"]).reindex(variants)
-        xs = [i + (s - (len(settings) - 1) / 2) * width for i in range(len(variants))]
-        ax.bar(xs, stats["mean"], width, yerr=stats["std"].fillna(0), label=label, capsize=3)
-    ax.set_xticks(range(len(variants)), variants, rotation=30, ha="right")
-    ax.set_ylabel("validation loss (nats per byte)")
-    lo = rows["loss"].min()
-    ax.set_ylim(bottom=max(0.0, lo - 0.3))
-    ax.legend(fontsize=8)
+        ys, means, errs = [], [], []
+        for i, variant in enumerate(variants):
+            mean, low, high, _ = poslab_stats.t_interval(sub[sub["variant"] == variant]["loss"])
+            ys.append(i + (s - (len(settings) - 1) / 2) * offset)
+            means.append(mean)
+            errs.append([mean - low if low == low else 0, high - mean if high == high else 0])
+        ax.errorbar(means, ys, xerr=list(zip(*errs)), fmt="o", capsize=3, label=label,
+                    color=f"C{s}")
+    ax.set_yticks(range(len(variants)), variants)
+    ax.invert_yaxis()  # the first variant on top
+    ax.set_xlabel("validation loss (nats per byte)\nmean and 95% interval over seeds")
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(settings),
+              frameon=False)
+    fig.tight_layout()
     return save(fig, out_dir, "xl_terms")
 
 
