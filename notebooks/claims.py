@@ -14,6 +14,7 @@ import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import poslab_stats  # noqa: E402
+import poslab_style  # noqa: E402
 
 
 def fmt(mean, low, high, n):
@@ -173,7 +174,7 @@ def paired_series(a, b):
 def gate_table(summary):
     """Per task and encoding: exact match on the gate setting (mean over every seed, gated or
     not) and how many seeds pass the gate."""
-    lines = ["| task | " + " | ".join(poslab_stats_label(e) for e in encodings_of(summary)) + " |",
+    lines = ["| task | " + " | ".join(poslab_style.label(e) for e in encodings_of(summary)) + " |",
              "|---|" + "---|" * len(encodings_of(summary))]
     for task in dict.fromkeys(summary["variant"]):
         cells = []
@@ -195,11 +196,6 @@ def gate_table(summary):
 
 def encodings_of(summary):
     return list(dict.fromkeys(summary["encoding.type"]))
-
-
-def poslab_stats_label(encoding):
-    return {"none": "NoPE", "transformer_xl": "XL", "t5_bias": "T5", "alibi": "ALiBi",
-            "rope": "RoPE"}.get(encoding, encoding)
 
 
 def factor_table(summary, task, kind="length", metric="exact_match"):

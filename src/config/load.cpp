@@ -839,16 +839,9 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "config file not found");
   if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a config file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, "cannot read config file");
-  // An empty file is a valid config (every key at its default), so read it without `<<`,
-  // which reports an empty stream as a failure.
-  // At most one byte more than a config may have, so that /dev/zero is refused, not read forever.
-  std::string text(kMaxTomlBytes + 1, '\0');
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) fail(path, "cannot read config file");
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return config_from_string(text, path, overrides, encodings, tasks);
+  const std::optional<std::string> text = read_toml_file(path);
+  if (!text) fail(path, "cannot read config file");
+  return config_from_string(*text, path, overrides, encodings, tasks);
 }
 
 std::string config_to_toml(const Config& config) {

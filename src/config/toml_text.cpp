@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 
 namespace poslab {
 
@@ -57,10 +59,6 @@ std::string toml_key(const std::string& key) {
   });
   return bare ? key : toml_string(key);
 }
-
-}  // namespace poslab
-
-namespace poslab {
 
 namespace {
 // A run of characters that may form a bare key, a number, a boolean or a date-time.
@@ -130,6 +128,17 @@ TomlLimitProblem toml_limit_problem(const std::string& text) {
                       " parts on one line (at most " + std::to_string(kMaxTomlKeyDots) +
                       " dots in the keys of a line)"};
   return {};
+}
+
+std::optional<std::string> read_toml_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::error_code ec;
+  if (!in || std::filesystem::is_directory(path, ec)) return std::nullopt;
+  std::string text(kMaxTomlBytes + 1, '\0');  // read without `<<`: an empty file is no failure
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) return std::nullopt;
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  return text;
 }
 
 }  // namespace poslab

@@ -3,6 +3,8 @@
 // reads back, through toml++, as exactly the value it was made from.
 #pragma once
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 namespace poslab {
@@ -40,5 +42,10 @@ struct TomlLimitProblem {
   std::string what;
 };
 TomlLimitProblem toml_limit_problem(const std::string& text);
+
+// The text of a config or study file, read with at most kMaxTomlBytes + 1 bytes (so that a file
+// that is too long, even /dev/zero, is refused by toml_limit_problem, not read forever); an
+// empty file is valid (every key at its default). Nothing if the file cannot be read.
+std::optional<std::string> read_toml_file(const std::string& path);
 
 }  // namespace poslab

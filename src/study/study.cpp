@@ -417,13 +417,9 @@ Study parse_study(const std::string& toml_text, const std::string& source_name) 
 }
 
 Study load_study(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in || std::filesystem::is_directory(path)) fail(path, "cannot read the study file");
-  std::string text(kMaxTomlBytes + 1, '\0');  // one byte more than a study file may have
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  if (in.bad()) fail(path, "cannot read the study file");
-  text.resize(static_cast<std::size_t>(in.gcount()));
-  return parse_study(text, path);
+  const std::optional<std::string> text = read_toml_file(path);
+  if (!text) fail(path, "cannot read the study file");
+  return parse_study(*text, path);
 }
 
 std::vector<PlannedRun> expand_study(const Study& study, bool smoke) {

@@ -58,7 +58,7 @@ def line_of(text, offset):
     return text.count("\n", 0, offset) + 1
 
 
-def lookup(spec, base_dir):
+def lookup(spec):
     """The value a marker names: 'PATH key=value ... COLUMN' -> (value, error)."""
     import pandas as pd
     parts = spec.split()
@@ -93,7 +93,7 @@ def decimals(shown):
 def check_numbers(path, text, problems):
     for m in MARKED.finditer(text):
         shown, spec = m.group(1), " ".join(m.group(2).split())
-        value, error = lookup(spec, os.path.dirname(path))
+        value, error = lookup(spec)
         where = f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}"
         if error:
             problems.append(f"{where}: {error}")
@@ -201,7 +201,7 @@ def self_test(poslab):
     import tempfile
     summary = "results/lm_extrapolation/summary_ci.csv"
     spec = f"{summary} variant=python encoding.type=alibi kind=length factor=16 loss_mean"
-    value, error = lookup(spec, REPO)
+    value, error = lookup(spec)
     assert error is None, error
     right = f"{value:.3f}"
     wrong = f"{value + 0.01:.3f}"
