@@ -8,8 +8,10 @@ interval, poslab_stats.py; a paired difference where two conditions are compared
 verdict: agree / disagree / inconclusive, by the rule printed with the row.
 """
 import os
+import re
 import sys
 
+import numpy as np
 import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -105,46 +107,172 @@ def lm_extrapolation(study_dir):
     return "\n".join(lines)
 
 
-def state_reuse(study_dir, task="lm"):
-    """Dai et al. 2019's state-reuse claims on a study with axes encoding.type and
-    memory.mem_len (trained memory) and memory factors (evaluation memory)."""
-    summary = pd.read_csv(os.path.join(study_dir, "summary.csv"))
-    if "task.name" in summary:
-        summary = summary[summary["task.name"] == task]
-    rows = summary[(summary["kind"] == "memory")]
+def memory_losses(summary, **condition):
+    """Gated test loss of one condition at every evaluation memory: Series over (seed, mem_len).
+    `condition` gives column=value pairs (encoding.type, memory.mem_len, variant, ...)."""
+    rows = summary[summary["kind"] == "memory"]
     rows = rows[poslab_stats.gate_passed(rows)]
-    trained = sorted(rows["memory.mem_len"].unique())
-    m_train = max(trained)
+    for column, value in condition.items():
+        rows = rows[rows[column] == value]
+    return rows.set_index(["train.seed", "mem_len"])
 
-    def loss(encoding, trained_mem, eval_mem):
-        part = rows[(rows["encoding.type"] == encoding) & (rows["memory.mem_len"] == trained_mem)
-                    & (rows["mem_len"] == eval_mem)]
-        return part.set_index("train.seed")["loss"].dropna()
 
-    def paired(a, b):
-        common = a.index.intersection(b.index)
-        return poslab_stats.t_interval((a[common] - b[common]).tolist())
+def at_memory(series_rows, mem, metric="loss"):
+    """The metric of every seed at evaluation memory `mem`: Series over seeds."""
+    if not len(series_rows) or mem not in series_rows.index.get_level_values("mem_len"):
+        return pd.Series(dtype=float)  # not evaluated there (a smoke study): "no runs"
+    return series_rows.xs(mem, level="mem_len")[metric].dropna()
 
-    longest = rows["mem_len"].max()
-    lines = [f"\n**{task}** (loss in nats per scored token; trained memory {m_train}, evaluation "
-             f"memories {', '.join(str(int(v)) for v in sorted(rows['mem_len'].unique()))})\n",
-             "| published claim (Dai et al. 2019) | measured (paired over seeds) | verdict |",
-             "|---|---|---|"]
-    m = paired(loss("sinusoidal", 0, m_train), loss("sinusoidal", 0, 0))
-    lines.append(f"| absolute positions break under state reuse | sinusoidal trained without memory, "
-                 f"memory {m_train} minus memory 0: {fmt(*m)} | {verdict(m, *ABOVE_ZERO)} |")
+
+def paired(a, b):
+    """Paired over seeds: a - b (Series indexed by seed)."""
+    common = a.index.intersection(b.index)
+    return poslab_stats.t_interval((a[common] - b[common]).tolist())
+
+
+def dropped_line(summary, label):
+    runs = summary.drop_duplicates("run")
+    dropped = runs[~poslab_stats.gate_passed(runs)]
+    return (f"{label}: {len(runs)} runs, gate dropped {len(dropped)}"
+            f"{' (' + ', '.join(dropped['run']) + ')' if len(dropped) else ''}")
+
+
+def read_sibling(study_dir, name):
+    """The summary of a sibling study (results/state_reuse -> results/state_reuse_conditions; a
+    smoke directory's siblings are smoke directories too), or None if it has not run."""
+    suffix = os.path.basename(study_dir)[len("state_reuse"):]
+    path = os.path.join(os.path.dirname(study_dir) or ".", name + suffix, "summary.csv")
+    return pd.read_csv(path) if os.path.exists(path) else None
+
+
+def recl_table(study_dir):
+    """RECL per model, mean over the seed groups (study_dir/recl_seed<S>.csv, notebooks/recl.py)."""
+    import glob
+    files = sorted(glob.glob(os.path.join(study_dir, "recl_seed*.csv")))
+    if not files:
+        return None
+    values = {}
+    for path in files:
+        for _, row in pd.read_csv(path).iterrows():
+            name = re.search(r"\((.*)__train\.seed-\d+\)", row["model"]).group(1)
+            values.setdefault(name, []).append((int(row["recl"]), str(row["censored"]) == "true"))
+    return values, len(files)
+
+
+def state_reuse(study_dir):
+    """Dai et al. 2019's state-reuse claims (experiments/state_reuse.protocol.md, comparisons 1
+    to 7): the main study (axes encoding.type, memory.mem_len = trained memory), and its
+    siblings state_reuse_conditions (deep4_xl, half_loss_sinusoidal, long_range_*) and
+    state_reuse_fortunes, when their summaries exist."""
+    main = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    conditions = read_sibling(study_dir, "state_reuse_conditions")
+    fortunes = read_sibling(study_dir, "state_reuse_fortunes")
+    m = 32  # the trained memory (= the segment)
+
+    def lm(summary, encoding, trained):
+        return memory_losses(summary, **{"encoding.type": encoding, "memory.mem_len": trained})
+
+    def row(claim, measured, interval, rule, judged):
+        verdict_text = verdict(interval, *judged) if judged else "(reference)"
+        return f"| {claim} | {measured}: {fmt(*interval)} | {rule} | {verdict_text} |"
+
+    lines = [f"\n{dropped_line(main, 'Main study')}"
+             + (f"; {dropped_line(conditions[conditions['variant'].str.startswith('long_range') == False], 'conditions (language models)')}"
+                if conditions is not None else "")
+             + (f"; {dropped_line(fortunes, 'fortunes')}" if fortunes is not None else "")
+             + ". Loss in nats per byte on the test split; every difference paired over seeds.\n",
+             "| published claim (Dai et al. 2019) | measured | rule | verdict |",
+             "|---|---|---|---|"]
+    # 1. Absolute positions break under state reuse.
+    sin0 = lm(main, "sinusoidal", 0)
+    lines.append(row("1. absolute positions break under state reuse",
+                     f"sinusoidal trained without memory, loss at memory {m} minus at 0",
+                     paired(at_memory(sin0, m), at_memory(sin0, 0)), "interval above 0",
+                     ABOVE_ZERO))
+    # 2. Training with recurrence helps, for XL and Shaw.
     for enc in ("transformer_xl", "shaw"):
-        m = paired(loss(enc, m_train, m_train), loss(enc, 0, m_train))
-        lines.append(f"| training with recurrence helps ({enc}) | trained with memory {m_train} "
-                     f"minus trained without, both evaluated at memory {m_train}: {fmt(*m)} | "
-                     f"{verdict(m, *BELOW_ZERO)} |")
-    m = paired(loss("transformer_xl", m_train, longest), loss("transformer_xl", m_train, m_train))
-    lines.append(f"| a longer evaluation memory helps a relative encoding | transformer_xl, memory "
-                 f"{longest} minus memory {m_train}: {fmt(*m)} | {verdict(m, *BELOW_ZERO)} |")
-    for a, b in (("transformer_xl", "shaw"), ("shaw", "sinusoidal")):
-        m = paired(loss(a, m_train, m_train), loss(b, m_train, m_train))
-        lines.append(f"| with recurrence, {a} < {b} | {a} minus {b}, both trained and evaluated "
-                     f"at memory {m_train}: {fmt(*m)} | {verdict(m, *BELOW_ZERO)} |")
+        with_m, without = lm(main, enc, m), lm(main, enc, 0)
+        lines.append(row(f"2. training with recurrence helps ({poslab_style.label(enc)})",
+                         f"trained with memory {m} (evaluated at {m}) minus trained without "
+                         "(evaluated at 0)",
+                         paired(at_memory(with_m, m), at_memory(without, 0)),
+                         "interval below 0", BELOW_ZERO))
+        lines.append(row(f"2. (the same, both evaluated at memory {m})",
+                         f"{poslab_style.label(enc)}: trained with memory {m} minus trained "
+                         "without", paired(at_memory(with_m, m), at_memory(without, m)),
+                         "interval below 0", BELOW_ZERO))
+    # 3. The ordering XL < Shaw < no recurrence < absolute, each in its training regime.
+    xl, shaw, xl0 = lm(main, "transformer_xl", m), lm(main, "shaw", m), lm(main, "transformer_xl", 0)
+    for claim, a, b in (("3. XL < Shaw (with recurrence)", at_memory(xl, m), at_memory(shaw, m)),
+                        ("3. Shaw (recurrence) < XL without recurrence", at_memory(shaw, m),
+                         at_memory(xl0, 0)),
+                        ("3. no recurrence < absolute", at_memory(xl0, 0), at_memory(sin0, 0))):
+        first, second = claim[3:].split(" < ")
+        lines.append(row(claim, f"{first} minus {second}", paired(a, b), "interval below 0",
+                         BELOW_ZERO))
+    if conditions is not None:
+        half = memory_losses(conditions, variant="half_loss_sinusoidal")
+        lines.append(row("3. (exploratory) absolute trained as in Table 6 (half loss, memory 32)",
+                         f"half-loss sinusoidal at memory {m} minus XL without recurrence",
+                         paired(at_memory(half, m), at_memory(xl0, 0)), "", None))
+    # 4. A longer evaluation memory helps a relative encoding.
+    models = [("2 layers", xl)]
+    if conditions is not None:
+        models.append(("4 layers", memory_losses(conditions, variant="deep4_xl")))
+    for depth, losses in models:
+        for longer in (2 * m, 4 * m):
+            lines.append(row(f"4. a longer evaluation memory helps (XL, {depth})",
+                             f"loss at memory {longer} minus at {m}",
+                             paired(at_memory(losses, longer), at_memory(losses, m)),
+                             "below 0 agrees, above 0 disagrees", BELOW_ZERO))
+    # 5. RECL (Appendix C): XL 700 > Shaw 400 > no recurrence 300 > vanilla 128.
+    recl = recl_table(study_dir)
+    if recl is not None:
+        values, groups = recl
+        names = [("encoding.type-transformer_xl__memory.mem_len-32", "XL, memory 32"),
+                 ("encoding.type-shaw__memory.mem_len-32", "Shaw, memory 32"),
+                 ("encoding.type-transformer_xl__memory.mem_len-0", "XL without recurrence"),
+                 ("encoding.type-sinusoidal__memory.mem_len-0", "vanilla (sinusoidal, no memory)")]
+        parts = []
+        for key, label in names:
+            got = values.get(key, [])
+            if got:
+                shown = ", ".join(f"{'>=' if c else ''}{v}" for v, c in got)
+                parts.append(f"{label}: {float(np.mean([v for v, _ in got])):g} ({shown})")
+        lines.append(f"| 5. RECL: XL > Shaw > no recurrence > vanilla (700, 400, 300, 128) | "
+                     f"RECL in bytes, mean of {groups} seed groups (each seed): "
+                     f"{'; '.join(parts)} | reported, no rule | (reference) |")
+    # 6. long_range: only a model with memory predicts beyond its segment.
+    if conditions is not None:
+        chance = 1.0 / 16
+        for enc in ("xl", "shaw", "sinusoidal", "none"):
+            runs = memory_losses(conditions, variant=f"long_range_{enc}")
+            if not len(runs):
+                continue
+            with_memory = poslab_stats.t_interval(at_memory(runs, m, "accuracy").tolist())
+            without = poslab_stats.t_interval(at_memory(runs, 0, "accuracy").tolist())
+            name = poslab_style.label("transformer_xl" if enc == "xl" else enc)
+            measured = (f"{name}: accuracy on the repeated block with memory {m}: "
+                        f"{fmt(*with_memory)}; without memory")
+            if enc == "xl":
+                ok = verdict(with_memory, lambda lo, hi: lo >= 0.90, lambda lo, hi: hi < 0.90)
+                near = verdict(without, lambda lo, hi: abs(lo - chance) <= 0.05
+                               and abs(hi - chance) <= 0.05,
+                               lambda lo, hi: lo > chance + 0.05 or hi < chance - 0.05)
+                lines.append(f"| 6. only memory reaches beyond the segment (long_range, gap 33) | "
+                             f"{measured}: {fmt(*without)} | >= 0.90 with, within 0.05 of chance "
+                             f"(1/16) without | {combined_verdict([('with memory', ok), ('without', near)])} |")
+            else:
+                lines.append(f"| 6. (reference) | {measured}: {fmt(*without)} | | (reference) |")
+    # 7. Fortunes: the early null result, budget or corpus?
+    if fortunes is not None:
+        for enc in ("transformer_xl", "shaw"):
+            with_m, without = lm(fortunes, enc, m), lm(fortunes, enc, 0)
+            lines.append(row(f"7. fortunes: training with recurrence helps "
+                             f"({poslab_style.label(enc)}) at 12,000 steps",
+                             f"trained with memory {m} (at {m}) minus trained without (at 0)",
+                             paired(at_memory(with_m, m), at_memory(without, 0)),
+                             "below 0: the early null result was the budget", BELOW_ZERO))
     return "\n".join(lines)
 
 
@@ -336,7 +464,7 @@ def main(argv):
     if name == "length_generalization" or name.startswith("length_generalization-"):
         print(length_generalization(study_dir))
         return 0
-    if name.startswith("state_reuse"):
+    if name == "state_reuse" or name.startswith("state_reuse-"):
         print(state_reuse(study_dir))
         return 0
     print(f"claims.py: no claims table is defined for {name}", file=sys.stderr)

@@ -23,6 +23,7 @@
 
 #include "config/load.hpp"
 #include "process_helpers.hpp"
+#include "study_helpers.hpp"
 #include "study/runner.hpp"
 #include "study/study.hpp"
 
@@ -33,35 +34,6 @@ using Catch::Contains;
 namespace fs = std::filesystem;
 
 namespace {
-
-void write_file(const fs::path& file, const std::string& text) {
-  fs::create_directories(file.parent_path());
-  std::ofstream(file) << text;
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-// A few kilobytes of text to train on.
-fs::path write_corpus(const fs::path& dir) {
-  std::string text;
-  const char* words[] = {"the", "quick", "brown", "fox", "jumps", "over", "a", "lazy", "dog"};
-  for (int i = 0; i < 1500; ++i) text += std::string(words[(i * 7 + i / 3) % 9]) + " ";
-  write_file(dir / "corpus.txt", text);
-  return dir / "corpus.txt";
-}
-
-// The tiny model of every end-to-end test: a training run takes a fraction of a second.
-std::string tiny_base(const fs::path& corpus, int steps = 3) {
-  return "[base.model]\nd_model = 16\nn_layers = 1\nn_heads = 2\nd_inner = 32\n"
-         "[base.data]\npath = \"" + corpus.string() + "\"\n"
-         "[base.train]\nseq_len = 8\nbatch_size = 2\nsteps = " + std::to_string(steps) + "\n"
-         "[base.eval]\nbatches = 1\n";
-}
 
 const char* kStateReuse = R"(# The example of study.hpp.
 [study]
@@ -266,42 +238,6 @@ TEST_CASE("poslab run with a bad study writes nothing and exits 1", "[runner]") 
 // --dry-run, the summary, --export
 // ---------------------------------------------------------------------------------------------
 
-namespace {
-
-// A study in `dir` with two runs (seeds 1 and 2), results under dir/results.
-struct TwoRunStudy {
-  fs::path file;
-  poslab::Study study;
-  std::vector<poslab::PlannedRun> runs;
-  poslab::StudyLayout layout;
-
-  explicit TwoRunStudy(const fs::path& dir, const std::string& extra = "") {
-    file = dir / "two.toml";
-    write_file(file, "[study]\nname = \"two\"\n" + tiny_base(write_corpus(dir)) +
-                         "[sweep]\n\"train.seed\" = [1, 2]\n" + extra);
-    study = poslab::load_study(file.string());
-    runs = poslab::expand_study(study);
-    layout.root = dir / "results";
-    for (auto& run : runs) run.config.out_dir = layout.run_dir(run).string();
-  }
-
-  poslab::RunStudyOptions options() const {
-    poslab::RunStudyOptions o;
-    o.study_path = file.string();
-    o.out = layout.root.string();
-    o.poslab = POSLAB_BINARY;
-    return o;
-  }
-
-  // Makes run i look finished, as `poslab train` would leave it.
-  void fake_finished(std::size_t i, const nlohmann::json& eval) const {
-    const fs::path dir = layout.run_dir(runs[i]);
-    write_file(dir / "config.toml", poslab::config_to_toml(runs[i].config));
-    write_file(dir / "eval.json", eval.dump());
-  }
-};
-
-}  // namespace
 
 TEST_CASE("runner: --dry-run lists every run with its status and writes nothing", "[runner]") {
   ScratchDirectory scratch;
@@ -426,26 +362,6 @@ TEST_CASE("runner: --export commands prints a runnable command per pending run",
   const auto finished_at = fs::last_write_time(two.layout.run_dir(two.runs[1]) / "eval.json");
   CHECK(std::system(("sh -c " + poslab::shell_quote(command)).c_str()) == 0);
   CHECK(fs::last_write_time(two.layout.run_dir(two.runs[1]) / "eval.json") == finished_at);
-}
-
-TEST_CASE("runner: --export slurm writes a job array over commands.txt", "[runner]") {
-  ScratchDirectory scratch;
-  TwoRunStudy two(scratch.path);
-  poslab::RunStudyOptions options = two.options();
-  options.export_format = "slurm";
-
-  std::ostringstream out;
-  CHECK(poslab::run_study(options, out) == 0);
-  CHECK_THAT(out.str(), Contains("wrote " + two.layout.slurm_script().string()));
-  const std::string script = read_file(two.layout.slurm_script());
-  CHECK_THAT(script, Contains("#!/bin/bash\n") && Contains("#SBATCH --array=0-1\n") &&
-                         Contains("#SBATCH --job-name=poslab-two\n") &&
-                         Contains(fs::absolute(two.layout.commands()).string()) &&
-                         Contains("SLURM_ARRAY_TASK_ID + 1"));
-  CHECK(lines_of(read_file(two.layout.commands())).size() == 2);
-  CHECK(fs::exists(two.layout.config_file(two.runs[0])));
-  CHECK(fs::exists(two.layout.config_file(two.runs[1])));
-  CHECK_FALSE(fs::exists(two.layout.root / "runs"));  // nothing was run
 }
 
 TEST_CASE("poslab run --help documents the study format", "[runner]") {

@@ -178,36 +178,74 @@ std::vector<EvalSetting> evaluation_plan(const Config& cfg, bool independent_row
 
 // A directory that already holds a run (any of the files `poslab train` writes) is never written
 // over silently: that would mix two runs' metrics.csv or replace a finished run's results.
-// With `force`, the old run is moved aside to DIR.replaced-<UTC time> and nothing is lost.
-// `locked`: this process holds the directory's lock already (DirectoryLock).
-void claim_run_directory(const std::string& out_dir, bool force, bool locked = false) {
+// What happens instead is `existing` (ExistingRun). Called twice: before the directory is locked
+// (to fail early) and with `locked` once this process holds its lock (DirectoryLock), when an
+// unfinished run of the same experiment is cleared for --resume. Returns true if the run is
+// already finished with this very config (--resume: nothing to do).
+bool claim_run_directory(const Config& cfg, ExistingRun existing, bool locked = false) {
   namespace fs = std::filesystem;
-  const fs::path dir(out_dir);
+  const fs::path dir(cfg.out_dir);
   std::error_code ec;
-  if (!fs::exists(fs::symlink_status(dir, ec))) return;
+  if (!fs::exists(fs::symlink_status(dir, ec))) return false;
   if (!locked && DirectoryLock::is_held(dir))
-    throw std::runtime_error(out_dir + " is being written by another poslab process (it holds "
-                             "the directory's lock); choose another --out");
+    throw std::runtime_error(cfg.out_dir + " is being written by another poslab process (it "
+                             "holds the directory's lock); not training it twice");
   std::string held;
   for (const char* name : {"eval.json", "metrics.csv", "config.toml", "checkpoint"})
     if (fs::exists(fs::symlink_status(dir / name, ec)))
       held += std::string(held.empty() ? "" : ", ") + name;
-  if (held.empty()) return;  // an empty directory (or one with unrelated files) is fine
+  if (held.empty()) return false;  // an empty directory (or one with unrelated files) is fine
   const bool finished = fs::exists(dir / "eval.json");
-  if (!force)
-    throw std::runtime_error(out_dir + " already holds a" + (finished ? " finished" : "n unfinished") +
-                             " run (" + held + "); choose another --out, or add --force to move "
-                             "the old run aside");
-  std::string stamp = utc_now();
-  std::replace(stamp.begin(), stamp.end(), ':', '-');
-  const fs::path aside = dir.string() + ".replaced-" + stamp;
-  fs::rename(dir, aside);
-  std::cout << "poslab train: moved the old run aside to " << aside.string() << "\n";
+  const std::string what = std::string(finished ? "a finished" : "an unfinished") + " run (" +
+                           held + ")";
+  switch (existing) {
+    case ExistingRun::refuse:
+      throw std::runtime_error(cfg.out_dir + " already holds " + what +
+                               "; choose another --out, add --resume to finish (or skip) the "
+                               "same experiment, or --force to move the old run aside");
+    case ExistingRun::force: {
+      if (locked) return false;  // moved aside before the lock was taken
+      std::string stamp = utc_now();
+      std::replace(stamp.begin(), stamp.end(), ':', '-');
+      const fs::path aside = dir.string() + ".replaced-" + stamp;
+      fs::rename(dir, aside);
+      std::cout << "poslab train: moved the old run aside to " << aside.string() << "\n";
+      return false;
+    }
+    case ExistingRun::resume: {
+      std::string difference = "it has no config.toml";
+      if (fs::exists(dir / "config.toml")) {
+        try {
+          difference = experiment_difference(load_config((dir / "config.toml").string()), cfg);
+        } catch (const std::exception& e) {
+          difference = std::string("its config.toml cannot be read: ") + e.what();
+        }
+      }
+      if (!difference.empty())
+        throw std::runtime_error(cfg.out_dir + " holds " + what + " of another experiment (" +
+                                 difference + "); --resume continues only the same config: "
+                                 "choose another --out, or --force to move it aside");
+      if (finished) {
+        std::cout << "poslab train: " << cfg.out_dir
+                  << " is finished with this config (eval.json); nothing to do\n";
+        return true;
+      }
+      if (locked) {  // an unfinished run of this experiment: trained again from step 0
+        for (const fs::directory_entry& entry : fs::directory_iterator(dir)) fs::remove_all(entry);
+        std::cout << "poslab train: " << cfg.out_dir
+                  << " held an unfinished run of this config; training it again from step 0\n";
+      }
+      return false;
+    }
+  }
+  return false;
 }
 
 }  // namespace
 
-int run_train(const Config& cfg, bool force) {
+int run_train(const Config& cfg, ExistingRun existing) {
+  // --resume of a finished run: nothing to do, and nothing to load.
+  if (existing == ExistingRun::resume && claim_run_directory(cfg, existing)) return 0;
   const std::string started = utc_now();
   const std::string threads_from = set_threads(cfg.train.threads);
   const int L = cfg.train.seq_len;
@@ -240,15 +278,15 @@ int run_train(const Config& cfg, bool force) {
     corpus_description = describe_corpus(data);
   }
 
-  claim_run_directory(cfg.out_dir, force);
+  if (claim_run_directory(cfg, existing)) return 0;  // --resume of a finished run
   RunDirectory run = RunDirectory::create(cfg.out_dir);
   // One writer per run directory, for as long as this process lives. Checked again under the
   // lock: another `poslab train` may have taken the directory since claim_run_directory looked.
   std::optional<DirectoryLock> lock = DirectoryLock::try_lock(run.path());
   if (!lock)
     throw std::runtime_error(cfg.out_dir + " is being written by another poslab process (it "
-                             "holds the directory's lock); choose another --out");
-  claim_run_directory(cfg.out_dir, /*force=*/false, /*locked=*/true);
+                             "holds the directory's lock); not training it twice");
+  if (claim_run_directory(cfg, existing, /*locked=*/true)) return 0;
   run.write_text("config.toml", config_to_toml(cfg));
   const Provenance provenance = collect_provenance(threads_from);
   std::cout << "poslab train: " << model.arena().count() << " parameters, task '"

@@ -11,10 +11,18 @@
 
 namespace poslab {
 
+// What `poslab train` does when cfg.out_dir already holds a run (any file a run writes).
+enum class ExistingRun {
+  refuse,  // the default: an error, nothing is touched
+  force,   // move the old run aside to OUT.replaced-<time>, then train
+  resume,  // the same experiment (config): finished -> nothing to do; unfinished -> train it
+           // again from step 0 in the same directory. Another experiment: refused.
+};
+
 // Trains as configured and writes the run directory cfg.out_dir (config.toml, metrics.csv,
-// checkpoint/, eval.json last). A directory that already holds a run is refused, unless
-// `force`: then the old run is moved aside to OUT.replaced-<time>.
-int run_train(const Config& cfg, bool force = false);
+// checkpoint/, eval.json last). A run being written by another process (it holds the
+// directory's lock) is never touched, whatever `existing` says.
+int run_train(const Config& cfg, ExistingRun existing = ExistingRun::refuse);
 
 // Evaluates the checkpoint of a finished run; seq_len 0 / mem_len -1 mean "as trained".
 // token_losses_file, if not empty, receives the loss of every scored token (.npy, float32).

@@ -166,6 +166,7 @@ struct Arguments {
   long reuse_targets = 64;           // bench --reuse: scored tokens per measurement
   std::string csv_path;              // bench --reuse: where to write the table
   bool force = false;                // train: move an existing run aside
+  bool resume = false;               // train: finish (or skip) the same experiment
   std::string token_losses_file;     // eval: per-token losses (.npy)
 };
 
@@ -229,15 +230,23 @@ int run(int argc, char** argv) {
   add_overrides(train, args);
   train->add_option("--out", args.out_dir, "Run directory to write (replaces out_dir)")
       ->type_name("DIR");
-  train->add_flag("--force", args.force,
-                  "If the run directory already holds a run, move it aside to "
-                  "DIR.replaced-<time> instead of refusing");
+  CLI::Option* force = train->add_flag(
+      "--force", args.force,
+      "If the run directory already holds a run, move it aside to DIR.replaced-<time> instead "
+      "of refusing");
+  train->add_flag("--resume", args.resume,
+                  "If the run directory holds a run of the same config: finished, do nothing "
+                  "(exit 0); unfinished, train it again from step 0. Another config is refused")
+      ->excludes(force);
   train->footer(
       "Writes into the run directory (out_dir): config.toml (the fully resolved config),\n"
       "metrics.csv (one row per logged step), checkpoint/ (parameters as .npy files) and\n"
       "eval.json (the final validation loss; written last, so it marks a finished run).\n"
       "The config is checked completely before anything is written. A directory that already\n"
-      "holds a run is refused (nothing is overwritten); --force moves the old run aside.\n"
+      "holds a run is refused (nothing is overwritten); --force moves the old run aside;\n"
+      "--resume finishes the same experiment (what `poslab run --export` uses). A directory\n"
+      "being written by another poslab process (it holds the directory's lock) is never\n"
+      "touched.\n"
       "Example:\n"
       "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
       "encoding.clip_k=8 --out runs/shaw-k8");
@@ -399,7 +408,9 @@ int run(int argc, char** argv) {
         check_path_argument("--out", args.out_dir);
         cfg.out_dir = args.out_dir;
       }
-      return run_train(cfg, args.force);
+      return run_train(cfg, args.force    ? ExistingRun::force
+                            : args.resume ? ExistingRun::resume
+                                          : ExistingRun::refuse);
     }
     if (*eval)
       return run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len,

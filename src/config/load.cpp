@@ -861,4 +861,32 @@ std::string config_to_toml(const Config& config) {
   return out.str();
 }
 
+namespace {
+
+// A config as TOML, without what may differ between two runs of the same experiment: where it
+// was written and how many threads computed it.
+std::string comparable_toml(Config config) {
+  config.out_dir = "-";
+  config.train.threads = 0;
+  return config_to_toml(config);
+}
+
+}  // namespace
+
+std::string experiment_difference(const Config& made, const Config& planned) {
+  std::istringstream a(comparable_toml(made)), b(comparable_toml(planned));
+  std::string line_a, line_b, section;
+  while (true) {
+    const bool more_a = static_cast<bool>(std::getline(a, line_a));
+    const bool more_b = static_cast<bool>(std::getline(b, line_b));
+    if (!more_a && !more_b) return "";
+    if (!more_a) line_a = "(nothing)";
+    if (!more_b) line_b = "(nothing)";
+    if (line_a != line_b)
+      return (section.empty() ? "" : "in " + section + ": ") + "the run has " + line_a +
+             ", the study gives " + line_b;
+    if (!line_a.empty() && line_a.front() == '[') section = line_a;
+  }
+}
+
 }  // namespace poslab

@@ -54,6 +54,11 @@ Config config_from_string(const std::string& toml_text, const std::string& sourc
 // that config_from_string loads back to an equal Config. Runs save it as their config.toml.
 std::string config_to_toml(const Config& config);
 
+// "" if `made` and `planned` describe the same experiment (their config_to_toml equal, except
+// for out_dir and train.threads, which may differ between two runs of it); else the first
+// difference: "in [model]: the run has d_model = 32, the study gives d_model = 64".
+std::string experiment_difference(const Config& made, const Config& planned);
+
 // Throws a ConfigError "WHERE: ..." if `path` is empty or holds a control character (a NUL
 // would cut it short, a line break would reach a Slurm script): for paths given as arguments.
 void check_path_argument(const std::string& where, const std::string& path);

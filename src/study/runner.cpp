@@ -11,6 +11,7 @@
 #include "study/runner.hpp"
 
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,6 +27,7 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
@@ -35,6 +37,8 @@
 #include <nlohmann/json.hpp>
 
 #include "config/load.hpp"
+#include "core/provenance.hpp"
+#include "study/slurm_export.hpp"
 #include "train/run_dir.hpp"
 
 extern char** environ;
@@ -84,31 +88,6 @@ std::string last_line_of(const fs::path& file) {
 // 1. The plan: where each run goes and how far it got
 // ---------------------------------------------------------------------------------------------
 
-// A config as TOML, without what may differ between two runs of the same experiment: where it
-// was written and how many threads computed it.
-std::string comparable_toml(Config config) {
-  config.out_dir = "-";
-  config.train.threads = 0;
-  return config_to_toml(config);
-}
-
-// "in [model]: the run has d_model = 32, the study gives d_model = 64".
-std::string first_difference(const std::string& made, const std::string& planned) {
-  std::istringstream a(made), b(planned);
-  std::string line_a, line_b, section;
-  while (true) {
-    const bool more_a = static_cast<bool>(std::getline(a, line_a));
-    const bool more_b = static_cast<bool>(std::getline(b, line_b));
-    if (!more_a && !more_b) return "their configs differ";
-    if (!more_a) line_a = "(nothing)";
-    if (!more_b) line_b = "(nothing)";
-    if (line_a != line_b)
-      return (section.empty() ? "" : "in " + section + ": ") + "the run has " + line_a +
-             ", the study gives " + line_b;
-    if (!line_a.empty() && line_a.front() == '[') section = line_a;
-  }
-}
-
 // Each run's Config writes into its own directory of the results.
 void place_runs(std::vector<PlannedRun>& runs, const StudyLayout& layout) {
   for (PlannedRun& run : runs) run.config.out_dir = layout.run_dir(run).string();
@@ -148,80 +127,112 @@ void write_config_file(const PlannedRun& run, const StudyLayout& layout) {
 // 2. --dry-run and --export
 // ---------------------------------------------------------------------------------------------
 
-int print_dry_run(const Study& study, const std::vector<PlannedRun>& runs,
+// The status of every run, one line each, and the counts. For an incomplete run (interrupted
+// or failed) the last line of its log says which; `how` ends the last line.
+void print_status(const Study& study, const std::vector<PlannedRun>& runs,
                   const std::vector<RunStatus>& status, const std::vector<std::string>& why,
-                  const StudyLayout& layout, std::ostream& out) {
+                  const StudyLayout& layout, const std::string& how, std::ostream& out) {
   out << "study '" << study.name << "' (" << study.source << "): " << runs.size()
       << " runs, results in " << layout.root.string() << "\n";
   std::size_t width = 0;
   for (const PlannedRun& run : runs) width = std::max(width, run.id.size());
-  std::size_t counts[4] = {0, 0, 0, 0};
+  std::map<RunStatus, std::size_t> counts;
   for (std::size_t i = 0; i < runs.size(); ++i) {
-    ++counts[static_cast<int>(status[i])];
+    ++counts[status[i]];
     std::string label = to_string(status[i]);
     out << "  " << label << std::string(11 - label.size(), ' ') << runs[i].id
         << std::string(width - runs[i].id.size() + 2, ' ') << "runs/" << runs[i].dir_name << "\n";
     if (status[i] == RunStatus::stale) out << "             " << why[i] << "\n";
+    if (status[i] == RunStatus::incomplete && fs::exists(layout.log_file(runs[i])))
+      if (const std::string last = last_line_of(layout.log_file(runs[i])); !last.empty())
+        out << "             log: " << last << "\n";
   }
-  out << counts[static_cast<int>(RunStatus::done)] << " done, "
-      << counts[static_cast<int>(RunStatus::pending)] << " pending";
-  if (auto n = counts[static_cast<int>(RunStatus::incomplete)])
-    out << ", " << n << " incomplete (will be deleted and rerun)";
-  if (auto n = counts[static_cast<int>(RunStatus::stale)])
+  out << counts[RunStatus::done] << " done, " << counts[RunStatus::pending] << " pending";
+  if (auto n = counts[RunStatus::running])
+    out << ", " << n << " running (a live `poslab train` holds them; never touched)";
+  if (auto n = counts[RunStatus::incomplete])
+    out << ", " << n << " incomplete (interrupted or failed: deleted and rerun by `poslab run`)";
+  if (auto n = counts[RunStatus::stale])
     out << ", " << n << " stale (made with another config: delete them or use --out)";
-  out << ". Dry run: nothing was run or written.\n";
-  return 0;
+  out << ". " << how << "\n";
 }
 
-std::string slurm_script(const Study& study, const StudyLayout& layout, std::size_t count) {
-  const fs::path root = fs::absolute(layout.root);
-  std::ostringstream s;
-  s << "#!/bin/bash\n"
-    << "# The study '" << study.name << "' (" << study.source << ") as a Slurm job array,\n"
-    << "# written by `poslab run " << study.source << " --export slurm`.\n"
-    << "# Array task i runs line i+1 of commands.txt: one pending run each. Add the #SBATCH\n"
-    << "# lines your cluster needs (partition, time, cpus-per-task) below, then submit with\n"
-    << "#   sbatch " << shell_quote((root / "slurm.sh").string()) << "\n"
-    << "#SBATCH --job-name=poslab-" << study.name << "\n"
-    << "#SBATCH --array=0-" << count - 1 << "\n"
-    << "#SBATCH --output=" << (root / "slurm-%A_%a.out").string() << "\n"
-    << "set -euo pipefail\n"
-    << "command=$(sed -n \"$((SLURM_ARRAY_TASK_ID + 1))p\" "
-    << shell_quote((root / "commands.txt").string()) << ")\n"
-    << "echo \"$command\"\n"
-    << "eval \"$command\"\n";
-  return s.str();
+// A new directory for one Slurm submission: results/NAME/slurm/<UTC time>[-N].
+fs::path new_submission_directory(const StudyLayout& layout) {
+  std::string stamp = utc_now();  // 2026-11-23T21:37:29Z
+  std::replace(stamp.begin(), stamp.end(), ':', '-');
+  const fs::path base = fs::absolute(layout.root / "slurm" / stamp);
+  fs::path dir = base;
+  for (int n = 2; fs::exists(dir); ++n) dir = base.string() + "-" + std::to_string(n);
+  return dir;
+}
+
+// [slurm] of the study, with what the command line sets on top.
+SlurmOptions slurm_options(const Study& study, const RunStudyOptions& options) {
+  SlurmOptions o = study.slurm;
+  const SlurmOptions& cli = options.slurm;
+  for (auto [into, from] : {std::pair{&o.partition, &cli.partition}, {&o.account, &cli.account},
+                            {&o.time, &cli.time}, {&o.mem, &cli.mem}})
+    if (!from->empty()) *into = *from;
+  for (auto [into, from] : {std::pair{&o.cpus_per_task, &cli.cpus_per_task},
+                            {&o.array_throttle, &cli.array_throttle},
+                            {&o.max_array_size, &cli.max_array_size}})
+    if (*from > 0) *into = *from;
+  o.extra.insert(o.extra.end(), cli.extra.begin(), cli.extra.end());
+  return o;
 }
 
 int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
                 const std::vector<RunStatus>& status, const StudyLayout& layout,
                 const RunStudyOptions& options, std::ostream& out) {
-  std::string commands;
-  std::size_t count = 0;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (status[i] == RunStatus::done) continue;
-    write_config_file(runs[i], layout);  // the commands refer to them
-    commands += export_command(runs[i], layout, exported_executable(options)) + "\n";
-    ++count;
-  }
-  if (count == 0) {
+  std::vector<std::size_t> pending;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (status[i] != RunStatus::done) pending.push_back(i);
+  if (pending.empty()) {
     std::cerr << "poslab run: every run of '" << study.name << "' is done; nothing to export\n";
     return 0;
   }
-  write_file_atomically(layout.commands(), commands);
-  if (options.export_format == "commands") {
-    out << commands;
-    std::cerr << "poslab run: " << count << (count == 1 ? " command" : " commands") << " (also in "
-              << layout.commands().string()
-              << "); their configs are in " << (layout.root / "configs").string() << "\n";
-  } else {
-    write_file_atomically(layout.slurm_script(), slurm_script(study, layout, count));
-    fs::permissions(layout.slurm_script(), fs::perms::owner_exec | fs::perms::group_exec,
-                    fs::perm_options::add);
-    out << "wrote " << layout.slurm_script().string() << " (a job array of " << count
-        << " runs, from " << layout.commands().string() << ")\nsubmit with: sbatch "
-        << shell_quote(layout.slurm_script().string()) << "\n";
+  fs::create_directories(layout.root / "runs");  // where the commands write their logs
+  const std::string poslab = exported_executable(options);
+  if (options.export_format == "slurm") {
+    // Pinned: the configs are copied into the submission's own directory with the commands,
+    // so that a later export (say with --set) cannot change what a queued task trains.
+    SlurmSubmission submission;
+    submission.study_name = study.name;
+    submission.directory = new_submission_directory(layout);
+    submission.header = fs::absolute(layout.root / "slurm" / "header.sh");
+    for (std::size_t i : pending) {
+      const fs::path config = submission.directory / "configs" / (runs[i].dir_name + ".toml");
+      fs::create_directories(config.parent_path());
+      write_file_atomically(config, config_to_toml(runs[i].config));
+      submission.commands.push_back(export_command(runs[i], layout, poslab, config));
+    }
+    submission.options = slurm_options(study, options);
+    if (submission.options.max_array_size > 0) {
+      submission.tasks_per_array = submission.options.max_array_size;
+    } else if (const int cluster = cluster_max_array_size(); cluster > 0) {
+      submission.tasks_per_array = cluster;
+      out << "MaxArraySize of this cluster (scontrol show config): " << cluster << "\n";
+    } else {
+      out << "no `scontrol show config` here: arrays of at most 1001 tasks (Slurm's default "
+             "MaxArraySize; set --max-array-size for your cluster)\n";
+    }
+    write_slurm_submission(submission, out);
+    return 0;
   }
+  std::vector<std::string> lines;
+  for (std::size_t i : pending) {
+    write_config_file(runs[i], layout);  // the commands refer to them
+    lines.push_back(export_command(runs[i], layout, poslab));
+  }
+  const std::size_t count = lines.size();
+  std::string commands;
+  for (const std::string& line : lines) commands += line + "\n";
+  write_file_atomically(layout.commands(), commands);
+  out << commands;
+  std::cerr << "poslab run: " << count << (count == 1 ? " command" : " commands") << " (also in "
+            << layout.commands().string() << "); their configs are in "
+            << (layout.root / "configs").string() << "\n";
   return 0;
 }
 
@@ -337,6 +348,7 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
 std::string to_string(RunStatus status) {
   switch (status) {
     case RunStatus::pending: return "pending";
+    case RunStatus::running: return "running";
     case RunStatus::incomplete: return "incomplete";
     case RunStatus::done: return "done";
     case RunStatus::stale: return "stale";
@@ -347,13 +359,14 @@ std::string to_string(RunStatus status) {
 RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why) {
   const fs::path dir = layout.run_dir(run);
   if (!fs::exists(dir)) return RunStatus::pending;
-  if (!fs::is_directory(dir) || !RunDirectory::open(dir).is_complete())
-    return RunStatus::incomplete;
+  if (!fs::is_directory(dir)) return RunStatus::incomplete;
+  if (!RunDirectory::open(dir).is_complete())
+    return DirectoryLock::is_held(dir) ? RunStatus::running : RunStatus::incomplete;
   try {
-    const std::string made = comparable_toml(load_config((dir / "config.toml").string()));
-    const std::string planned = comparable_toml(run.config);
-    if (made == planned) return RunStatus::done;
-    if (why) *why = first_difference(made, planned);
+    const std::string difference =
+        experiment_difference(load_config((dir / "config.toml").string()), run.config);
+    if (difference.empty()) return RunStatus::done;
+    if (why) *why = difference;
   } catch (const std::exception& e) {  // no config.toml, or one this poslab cannot read
     if (why) *why = e.what();
   }
@@ -371,14 +384,16 @@ std::string shell_quote(const std::string& word) {
 }
 
 std::string export_command(const PlannedRun& run, const StudyLayout& layout,
-                           const std::string& poslab) {
+                           const std::string& poslab, const fs::path& config_file) {
+  std::vector<std::string> args = train_arguments(run, layout, poslab, 0);
+  if (!config_file.empty()) args[3] = config_file.string();  // {poslab, train, --config, FILE}
   std::string train;
-  for (const std::string& arg : train_arguments(run, layout, poslab, 0))
-    train += (train.empty() ? "" : " ") + shell_quote(arg);
-  const std::string dir = shell_quote(layout.run_dir(run).string());
-  return "cd " + shell_quote(fs::current_path().string()) + " && if [ ! -f " +
-         shell_quote((layout.run_dir(run) / "eval.json").string()) + " ]; then rm -rf " + dir +
-         " && " + train + " > " + shell_quote(layout.log_file(run).string()) + " 2>&1; fi";
+  for (const std::string& arg : args) train += (train.empty() ? "" : " ") + shell_quote(arg);
+  // --resume: a finished run is skipped, a run another process trains is refused (its lock),
+  // an unfinished one is trained again. The log is appended to: a refused second start must
+  // not erase the log of the training that holds the run.
+  return "cd " + shell_quote(fs::current_path().string()) + " && " + train + " --resume >> " +
+         shell_quote(layout.log_file(run).string()) + " 2>&1";
 }
 
 namespace {
@@ -687,29 +702,72 @@ class Scheduler {
 // run_study: plan, check, then do what was asked
 // ---------------------------------------------------------------------------------------------
 
+// Does run `run` match one of the --only globs (its id or its directory name)?
+bool selected(const PlannedRun& run, const std::vector<std::string>& only) {
+  if (only.empty()) return true;
+  return std::any_of(only.begin(), only.end(), [&run](const std::string& glob) {
+    return ::fnmatch(glob.c_str(), run.id.c_str(), 0) == 0 ||
+           ::fnmatch(glob.c_str(), run.dir_name.c_str(), 0) == 0;
+  });
+}
+
 int run_study(const RunStudyOptions& options, std::ostream& out) {
   if (options.jobs < 1) throw std::runtime_error("--jobs must be at least 1");
-  // These paths reach commands.txt and slurm.sh: a line break there would start a command.
+  // These paths reach commands.txt and the Slurm scripts: a line break there would start a
+  // command.
   check_path_argument("poslab run STUDY", options.study_path);
   if (!options.out.empty()) check_path_argument("--out", options.out);
   if (!options.poslab.empty()) check_path_argument("--poslab", options.poslab);
   const Study study = load_study(options.study_path);
-  std::vector<PlannedRun> runs = expand_study(study, options.smoke);  // may throw: nothing written
+  // May throw: nothing is written.
+  std::vector<PlannedRun> runs = expand_study(study, options.smoke, options.overrides);
 
   StudyLayout layout;
   if (!options.out.empty()) layout.root = options.out;
   else layout.root = fs::path("results") / (study.name + (options.smoke ? "-smoke" : ""));
   place_runs(runs, layout);
 
+  // --only chooses what is run or exported; the summary always covers the whole study.
+  std::vector<std::size_t> chosen;
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    if (selected(runs[i], options.only)) chosen.push_back(i);
+  if (chosen.empty()) {
+    std::string names;
+    for (std::size_t i = 0; i < std::min<std::size_t>(runs.size(), 3); ++i)
+      names += "\n  " + runs[i].id + "  (runs/" + runs[i].dir_name + ")";
+    throw std::runtime_error("--only matches none of the " + std::to_string(runs.size()) +
+                             " runs of " + study.source + "; a glob is matched against a run's "
+                             "id or directory name, e.g.:" + names);
+  }
+
   std::vector<RunStatus> status;
   std::vector<std::string> why(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) status.push_back(run_status(runs[i], layout, &why[i]));
 
-  if (options.dry_run) return print_dry_run(study, runs, status, why, layout, out);
+  if (options.dry_run || options.summary_only) {
+    std::vector<PlannedRun> shown;
+    std::vector<RunStatus> shown_status;
+    std::vector<std::string> shown_why;
+    for (std::size_t i : chosen)
+      shown.push_back(runs[i]), shown_status.push_back(status[i]), shown_why.push_back(why[i]);
+    if (options.dry_run) {
+      print_status(study, shown, shown_status, shown_why, layout,
+                   "Dry run: nothing was run or written.", out);
+      return 0;
+    }
+    // --summary-only: the table of what is finished, whatever else is going on; never a run.
+    if (!fs::is_directory(layout.root))
+      throw std::runtime_error("no results directory " + layout.root.string() +
+                               ": the study has not run there (see --out)");
+    write_summary(study, runs, layout);
+    print_status(study, shown, shown_status, shown_why, layout,
+                 "Nothing was run; summary: " + layout.summary().string(), out);
+    return 0;
+  }
 
   std::string stale;
   std::size_t stale_count = 0;
-  for (std::size_t i = 0; i < runs.size(); ++i)
+  for (std::size_t i : chosen)
     if (status[i] == RunStatus::stale && ++stale_count <= 5)
       stale += "\n  " + layout.run_dir(runs[i]).string() + ": " + why[i];
   if (stale_count > 5) stale += "\n  ... and " + std::to_string(stale_count - 5) + " more";
@@ -719,8 +777,12 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
                              " now gives:" + stale +
                              "\ndelete those directories to run them again, or use --out DIR");
 
-  if (!options.export_format.empty())
-    return export_runs(study, runs, status, layout, options, out);
+  if (!options.export_format.empty()) {
+    std::vector<PlannedRun> exported;
+    std::vector<RunStatus> exported_status;
+    for (std::size_t i : chosen) exported.push_back(runs[i]), exported_status.push_back(status[i]);
+    return export_runs(study, exported, exported_status, layout, options, out);
+  }
 
   const std::string executable = child_executable(options);
   if (::access(executable.c_str(), X_OK) != 0)
@@ -728,20 +790,34 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
 
   fs::create_directories(layout.root);
   ResultsLock lock(layout.root);
-  write_file_atomically(layout.root / "study.toml", read_text_file(options.study_path));
+  std::string study_copy = read_text_file(options.study_path);
+  if (!options.overrides.empty()) {  // the copy says how these runs differ from the file
+    study_copy += "\n# Run with these overrides on the command line (poslab run --set):\n";
+    for (const std::string& o : options.overrides) study_copy += "#   --set " + o + "\n";
+  }
+  write_file_atomically(layout.root / "study.toml", study_copy);
 
   Scheduler scheduler(study, runs, layout, executable, exported_executable(options), options.jobs,
                       out);
-  scheduler.total = runs.size();
   std::vector<std::size_t> todo;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
+  std::size_t running_elsewhere = 0;
+  for (std::size_t i : chosen) {
     if (status[i] == RunStatus::done) ++scheduler.done;
+    else if (status[i] == RunStatus::running) ++running_elsewhere;
     else todo.push_back(i);
   }
-  out << "study '" << study.name << "': " << runs.size() << " runs, " << scheduler.done
-      << " already done, " << todo.size() << " to run, " << options.jobs
-      << " at a time; results in " << layout.root.string() << std::endl;
-  return scheduler.run(todo);
+  scheduler.total = chosen.size() - running_elsewhere;
+  out << "study '" << study.name << "': " << chosen.size() << " runs"
+      << (chosen.size() < runs.size() ? " (--only; of " + std::to_string(runs.size()) + ")" : "")
+      << ", " << scheduler.done << " already done, " << todo.size() << " to run, "
+      << options.jobs << " at a time; results in " << layout.root.string() << std::endl;
+  const std::string elsewhere =
+      std::to_string(running_elsewhere) + " run(s) are being trained by another process (their "
+      "directory is locked): left alone; run the study again once they finish";
+  if (running_elsewhere) out << elsewhere << std::endl;
+  const int code = scheduler.run(todo);
+  if (running_elsewhere) out << "note: " << elsewhere << std::endl;
+  return code;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -773,9 +849,45 @@ CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
           ->type_name("commands|slurm")
           ->check(CLI::IsMember({"commands", "slurm"}));
   dry_run->excludes(export_option);
+  CLI::Option* summary_only = run->add_flag(
+      "--summary-only", options.summary_only,
+      "Run nothing: list every run as done, running (another process trains it), incomplete, "
+      "pending or stale, and write summary.csv from the finished ones");
+  summary_only->excludes(export_option)->excludes(dry_run);
+  run->add_option("--only", options.only,
+                  "Only the runs whose id or directory name matches this glob (repeatable), "
+                  "e.g. --only '*transformer_xl*'; the summary still covers every run")
+      ->type_name("GLOB");
+  run->add_option("--set", options.overrides,
+                  "Override one config key in every run, after the study file (repeatable); "
+                  "recorded in the results' study.toml. A finished run made without it is "
+                  "then stale")
+      ->type_name("SECTION.KEY=VALUE");
   run->add_option("--poslab", options.poslab,
                   "The poslab executable the runs use (default: this one, /proc/self/exe)")
       ->type_name("PATH");
+  const std::string slurm_group = "Slurm (--export slurm; over the study's [slurm] table)";
+  run->add_option("--partition", options.slurm.partition, "#SBATCH --partition")
+      ->type_name("NAME")->group(slurm_group);
+  run->add_option("--account", options.slurm.account, "#SBATCH --account")
+      ->type_name("NAME")->group(slurm_group);
+  run->add_option("--time", options.slurm.time, "#SBATCH --time: each run's limit, e.g. 2:00:00")
+      ->type_name("TIME")->group(slurm_group);
+  run->add_option("--mem", options.slurm.mem, "#SBATCH --mem, e.g. 4G")
+      ->type_name("SIZE")->group(slurm_group);
+  run->add_option("--cpus-per-task", options.slurm.cpus_per_task,
+                  "#SBATCH --cpus-per-task; each training uses that many threads")
+      ->type_name("N")->check(CLI::Range(1, 1000000))->group(slurm_group);
+  run->add_option("--array-throttle", options.slurm.array_throttle,
+                  "At most N tasks of an array at once (--array=0-M%N)")
+      ->type_name("N")->check(CLI::Range(1, 1000000))->group(slurm_group);
+  run->add_option("--max-array-size", options.slurm.max_array_size,
+                  "Tasks per job array (default: MaxArraySize from `scontrol show config`, "
+                  "else 1001); a larger study is split into several arrays")
+      ->type_name("N")->check(CLI::Range(1, 1000000))->group(slurm_group);
+  run->add_option("--sbatch", options.slurm.extra,
+                  "One more #SBATCH option, e.g. --sbatch=--qos=short (repeatable)")
+      ->type_name("OPTION")->group(slurm_group);
   run->footer(R"(The study file (TOML):
   # free comments: what the study shows, how long it takes, the command to reproduce
   [study]
@@ -801,15 +913,20 @@ Writes into the results directory (results/NAME, results/NAME-smoke with --smoke
   exact_match_ci_low/high (Wilson 95% over the instances), instances, tokens, peak_memory_mb,
   in_distribution_ok (the gate), unigram_loss, bigram_loss, train_loss,
   train_tokens_per_second, train_seconds, commit), loss_by_position.csv, study.toml (a copy);
-  --export: commands.txt, and slurm.sh for --export slurm.
+  --export commands: commands.txt. --export slurm: slurm/<time>/ (commands.txt, array-K.sh
+  job arrays, submit.sh, logs/), pinned: a later export never changes what a queued task runs;
+  slurm/header.sh holds your own #SBATCH lines and is never overwritten.
 Resumable: finished runs (with eval.json) are skipped; interrupted ones are deleted and rerun.
+A run another process is training (it holds the run directory's lock) is never touched.
 A failed run is reported with its log and the others go on; the exit code is then 1.
 Ctrl-C stops the running runs (they rerun next time); exit code 130.
 Example:
   poslab run experiments/state_reuse.toml --dry-run
   poslab run experiments/state_reuse.toml --smoke
   poslab run experiments/state_reuse.toml --jobs 2
-  poslab run experiments/state_reuse.toml --export slurm)");
+  poslab run experiments/state_reuse.toml --export slurm --partition cpu --time 1:00:00
+  poslab run experiments/state_reuse.toml --summary-only
+  poslab run experiments/state_reuse.toml --only '*transformer_xl*' --set train.steps=100 --out /tmp/try)");
   return run;
 }
 

@@ -15,7 +15,8 @@
 //   runs/<run>.log             the run's stdout and stderr
 //   summary.csv                one row per (finished run, evaluation setting)
 //   loss_by_position.csv       one row per (finished run, evaluation setting, position)
-//   commands.txt, slurm.sh     --export only
+//   commands.txt               --export commands only
+//   slurm/<time>/, slurm/header.sh   --export slurm only (slurm_export.hpp)
 //
 // How it runs:
 // - Every run's config is resolved before anything starts; a bad study writes nothing.
@@ -66,7 +67,6 @@ struct StudyLayout {
   std::filesystem::path summary() const { return root / "summary.csv"; }
   std::filesystem::path loss_by_position() const { return root / "loss_by_position.csv"; }
   std::filesystem::path commands() const { return root / "commands.txt"; }
-  std::filesystem::path slurm_script() const { return root / "slurm.sh"; }
 };
 
 // The options of `poslab run`.
@@ -78,6 +78,11 @@ struct RunStudyOptions {
   std::string out;            // results directory; "" = results/NAME (results/NAME-smoke)
   std::string export_format;  // "", "commands" or "slurm"
   std::string poslab;         // the executable for the runs; "" = /proc/self/exe
+  bool summary_only = false;  // list the runs' status and write summary.csv; run nothing
+  std::vector<std::string> only;       // run only the runs whose id or directory matches one
+                                       // of these globs (fnmatch); empty = every run
+  std::vector<std::string> overrides;  // --set section.key=value, applied to every run
+  SlurmOptions slurm;         // --partition, --time, ...: over the study's [slurm] table
 };
 
 // Adds the `run` subcommand, with its options and help, to `app`.
@@ -90,7 +95,9 @@ int run_study(const RunStudyOptions& options, std::ostream& out);
 // What a run's directory says about it.
 enum class RunStatus {
   pending,     // no directory yet
-  incomplete,  // a directory without eval.json: interrupted; deleted and run again
+  running,     // a directory without eval.json whose lock a live `poslab train` holds
+  incomplete,  // a directory without eval.json, no one training it: interrupted or failed;
+               // deleted and run again
   done,        // eval.json exists, and config.toml is the one the study gives
   stale,       // eval.json exists, but the run was made with another config
 };
@@ -99,10 +106,13 @@ std::string to_string(RunStatus status);
 // `why`, if given, receives what differs for a stale run.
 RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why = nullptr);
 
-// The command that runs `run` from any directory: cd to the current directory, skip the run if
-// it is done, otherwise remove what an interrupted run left and train, logging to its .log.
+// The command that runs `run` from any directory: cd to the current directory, then
+// `poslab train --config FILE --resume`, appending to the run's .log: a finished run is left as
+// it is, a run another process trains is refused, an unfinished one is trained from step 0.
+// `config_file`: the run's config, if not layout.config_file(run) (a pinned Slurm submission).
 std::string export_command(const PlannedRun& run, const StudyLayout& layout,
-                           const std::string& poslab);
+                           const std::string& poslab,
+                           const std::filesystem::path& config_file = {});
 
 // `word` quoted for a POSIX shell, if it needs it: it's -> 'it'\''s'.
 std::string shell_quote(const std::string& word);

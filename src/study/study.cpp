@@ -171,7 +171,8 @@ void check_unique_keys(const std::string& source, const std::vector<Entry>& entr
 // The tables of a study file
 // ---------------------------------------------------------------------------------------------
 
-const std::vector<std::string> kStudyTables = {"study", "base", "sweep", "variant", "smoke"};
+const std::vector<std::string> kStudyTables = {"study", "base", "sweep", "variant", "smoke",
+                                               "slurm"};
 
 void read_study_table(const toml::node* node, Study& study) {
   if (!node) fail(study.source, "missing [study] table: a study needs [study] name = \"...\"");
@@ -318,6 +319,58 @@ void read_smoke_table(const toml::node* node, Study& study) {
   study.smoke = read_settings(*node->as_table(), "[smoke]", study.source);
 }
 
+// A word that goes into an #SBATCH line: no whitespace or control character, which would end
+// the option or the line, and not empty.
+bool is_sbatch_word(const std::string& text) {
+  return !text.empty() && std::none_of(text.begin(), text.end(), [](unsigned char c) {
+    return std::isspace(c) || std::iscntrl(c);
+  });
+}
+
+void read_slurm_table(const toml::node* node, Study& study) {
+  if (!node) return;
+  if (!node->is_table())
+    fail(at_line(study.source, line_of(*node)), "'slurm' must be a table: [slurm]");
+  SlurmOptions& slurm = study.slurm;
+  const std::string keys = "partition, account, time, mem, cpus_per_task, array_throttle, "
+                           "max_array_size and extra";
+  for (const Entry& e : entries_of(*node->as_table())) {
+    const std::string where = at_line(study.source, e.line), key = "slurm." + e.key;
+    std::string* text = e.key == "partition" ? &slurm.partition
+                        : e.key == "account" ? &slurm.account
+                        : e.key == "time"    ? &slurm.time
+                        : e.key == "mem"     ? &slurm.mem
+                                             : nullptr;
+    int* number = e.key == "cpus_per_task"    ? &slurm.cpus_per_task
+                  : e.key == "array_throttle" ? &slurm.array_throttle
+                  : e.key == "max_array_size" ? &slurm.max_array_size
+                                              : nullptr;
+    if (text) {
+      if (!e.node->is_string() || !is_sbatch_word(e.node->as_string()->get()))
+        fail(where, key + " must be a non-empty string without spaces (it becomes an #SBATCH "
+                          "option)");
+      *text = e.node->as_string()->get();
+    } else if (number) {
+      if (!e.node->is_integer() || e.node->as_integer()->get() < 1 ||
+          e.node->as_integer()->get() > 1000000)
+        fail(where, key + " must be a whole number from 1 to 1000000");
+      *number = static_cast<int>(e.node->as_integer()->get());
+    } else if (e.key == "extra") {
+      if (!e.node->is_array()) fail(where, key + " must be a list of strings: [\"--qos=short\"]");
+      for (const toml::node& item : *e.node->as_array()) {
+        if (!item.is_string() || !is_sbatch_word(item.as_string()->get()) ||
+            item.as_string()->get().rfind("--", 0) != 0)
+          fail(at_line(study.source, line_of(item)),
+               key + ": each item is one sbatch option without spaces, starting with --: "
+                     "\"--qos=short\"");
+        slurm.extra.push_back(item.as_string()->get());
+      }
+    } else {
+      fail(where, "unknown key '" + key + "'; [slurm] has " + keys);
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Expansion: the runs and their configs
 // ---------------------------------------------------------------------------------------------
@@ -406,13 +459,15 @@ Study parse_study(const std::string& toml_text, const std::string& source_name) 
     const std::string what = e.node->is_table() ? "table [" + e.key + "]" : "key '" + e.key + "'";
     fail(at_line(source_name, e.line),
          "unknown " + what +
-             "; a study file has the tables [study], [base], [sweep], [[variant]] and [smoke]");
+             "; a study file has the tables [study], [base], [sweep], [[variant]], [smoke] and "
+             "[slurm]");
   }
   read_study_table(root.get("study"), study);
   read_base_table(root.get("base"), study);
   read_sweep_table(root.get("sweep"), study);
   read_variants(root.get("variant"), study);  // after [sweep]: a variant may not set an axis
   read_smoke_table(root.get("smoke"), study);
+  read_slurm_table(root.get("slurm"), study);
   return study;
 }
 
@@ -422,10 +477,13 @@ Study load_study(const std::string& path) {
   return parse_study(*text, path);
 }
 
-std::vector<PlannedRun> expand_study(const Study& study, bool smoke) {
-  std::vector<AppliedSetting> smoke_settings;
+std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
+                                     const std::vector<std::string>& command_line) {
+  std::vector<AppliedSetting> smoke_settings, command_line_settings;
   for (const StudySetting& s : study.smoke)
     smoke_settings.push_back({s.override_text(), s.line, "in [smoke]"});
+  for (const std::string& text : command_line)
+    command_line_settings.push_back({text, 0, "in --set " + text + " (poslab run)"});
 
   // No variant is the same as one unnamed variant that sets nothing.
   std::vector<const Variant*> variants;
@@ -487,6 +545,10 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke) {
       // first to find a mistake in it.
       std::vector<AppliedSetting> with_smoke = applied;
       with_smoke.insert(with_smoke.end(), smoke_settings.begin(), smoke_settings.end());
+      // --set of `poslab run` comes last: the one word a user gives on the command line wins.
+      applied.insert(applied.end(), command_line_settings.begin(), command_line_settings.end());
+      with_smoke.insert(with_smoke.end(), command_line_settings.begin(),
+                        command_line_settings.end());
       const Config plain = resolve_run(study, applied, run.id);
       const Config smoked = resolve_run(study, with_smoke, run.id);
       run.config = smoke ? smoked : plain;

@@ -27,6 +27,10 @@
 //   [smoke]                           # overrides applied by --smoke: a tiny version in seconds
 //   "train.steps" = 5
 //
+//   [slurm]                           # optional: for `poslab run --export slurm` (slurm_export.hpp)
+//   partition = "cpu"                 # account, time = "2:00:00", mem = "4G", cpus_per_task = 2,
+//   array_throttle = 8                # max_array_size, extra = ["--qos=short"]
+//
 // Keys in [sweep], [smoke] and a variant's `set` are config keys `section.key`, written quoted
 // ("train.seed") or as TOML dotted keys (train.seed), which mean the same here. A sweep value is
 // any TOML value the key accepts: ["shaw", "none"], [1, 2], [1e-3, 3e-4], [true, false].
@@ -95,6 +99,19 @@ struct Variant {
   std::size_t line;
 };
 
+// The [slurm] table: how `poslab run --export slurm` asks Slurm for resources. Every field is
+// optional; the command line overrides it (--partition, --time, ...). Empty / 0 = not asked for.
+struct SlurmOptions {
+  std::string partition;            // #SBATCH --partition
+  std::string account;              // #SBATCH --account
+  std::string time;                 // #SBATCH --time, a Slurm duration: "30", "2:00:00", "1-0"
+  std::string mem;                  // #SBATCH --mem, per node: "4G"
+  int cpus_per_task = 0;            // #SBATCH --cpus-per-task (train.threads = 0 follows it)
+  int array_throttle = 0;           // --array=0-N%T: at most T tasks of an array at once
+  int max_array_size = 0;           // tasks per array; 0 = the cluster's MaxArraySize
+  std::vector<std::string> extra;   // more options, one #SBATCH line each: "--qos=short"
+};
+
 struct Study {
   std::string source;       // the study file, as error messages name it
   std::string name;         // [study] name: the results directory
@@ -109,6 +126,7 @@ struct Study {
   std::vector<SweepAxis> axes;        // [sweep], in file order
   std::vector<Variant> variants;      // [[variant]], in file order
   std::vector<StudySetting> smoke;    // [smoke], in file order
+  SlurmOptions slurm;                 // [slurm]
 };
 
 // One run of a study, fully resolved.
@@ -128,8 +146,10 @@ Study parse_study(const std::string& toml_text, const std::string& source_name);
 // Reads and parses the study file at `path`.
 Study load_study(const std::string& path);
 
-// Every run of the study, each Config resolved; with `smoke`, the [smoke] overrides applied.
+// Every run of the study, each Config resolved; with `smoke`, the [smoke] overrides applied;
+// then `command_line` ("section.key=value", `poslab run --set`), applied to every run last.
 // Throws ConfigError naming the study file, line and the sweep value or variant at fault.
-std::vector<PlannedRun> expand_study(const Study& study, bool smoke = false);
+std::vector<PlannedRun> expand_study(const Study& study, bool smoke = false,
+                                     const std::vector<std::string>& command_line = {});
 
 }  // namespace poslab
