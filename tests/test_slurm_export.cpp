@@ -190,7 +190,7 @@ TEST_CASE("slurm export: bad [slurm] tables and paths are refused before anythin
   options.out = (scratch.path / "with space").string();
   std::ostringstream out;
   CHECK_THROWS_WITH(poslab::run_study(options, out), Contains("contains a space"));
-  CHECK_FALSE(fs::exists(scratch.path / "with space" / "slurm" / "header.sh"));
+  CHECK_FALSE(fs::exists(scratch.path / "with space"));  // nothing written
 }
 
 TEST_CASE("--summary-only lists every run's status, writes the summary and runs nothing",

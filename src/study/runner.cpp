@@ -192,6 +192,7 @@ int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
     std::cerr << "poslab run: every run of '" << study.name << "' is done; nothing to export\n";
     return 0;
   }
+  if (options.export_format == "slurm") check_slurm_results_path(layout.root);
   fs::create_directories(layout.root / "runs");  // where the commands write their logs
   const std::string poslab = exported_executable(options);
   if (options.export_format == "slurm") {

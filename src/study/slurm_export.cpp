@@ -37,17 +37,16 @@ int cluster_max_array_size() {
   return 0;
 }
 
-namespace {
-
-// A path that goes into an #SBATCH line, where Slurm splits on whitespace and cannot quote.
-void check_sbatch_path(const fs::path& path) {
-  const std::string text = path.string();
+void check_slurm_results_path(const fs::path& results_root) {
+  const std::string text = fs::absolute(results_root).string();
   if (std::any_of(text.begin(), text.end(),
                   [](unsigned char c) { return std::isspace(c) || std::iscntrl(c); }))
     throw std::runtime_error("the results directory " + text +
                              " contains a space or a control character, which an #SBATCH "
                              "--output line cannot hold; choose --out DIR without spaces");
 }
+
+namespace {
 
 const char* kHeaderTemplate =
     "# Lines added to every job script of this study's Slurm exports (`poslab run --export\n"
@@ -107,7 +106,7 @@ std::string slurm_array_script(const SlurmSubmission& submission, std::size_t in
 void write_slurm_submission(const SlurmSubmission& submission, std::ostream& out) {
   if (submission.commands.empty()) throw std::logic_error("a Slurm submission without runs");
   if (submission.tasks_per_array < 1) throw std::logic_error("tasks_per_array < 1");
-  check_sbatch_path(submission.directory);
+  check_slurm_results_path(submission.directory);
   fs::create_directories(submission.directory / "logs");
   if (!fs::exists(submission.header)) write_file_atomically(submission.header, kHeaderTemplate);
   std::ifstream header_file(submission.header, std::ios::binary);

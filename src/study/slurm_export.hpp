@@ -36,6 +36,10 @@ namespace poslab {
 // largest index + 1), or 0 if scontrol is not installed or does not answer.
 int cluster_max_array_size();
 
+// Throws if `results_root` (made absolute) cannot go into an #SBATCH line: Slurm splits those
+// on whitespace and cannot quote. Called before an export writes anything.
+void check_slurm_results_path(const std::filesystem::path& results_root);
+
 // Everything the job scripts need, resolved.
 struct SlurmSubmission {
   std::string study_name;

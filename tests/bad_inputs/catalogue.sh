@@ -160,6 +160,7 @@ rmdir busy
 ALLOW_WRITES=1 expect_error summary_not_written "cannot write the summary" "$POSLAB" run small_study.toml --out study
 # --- Injection ------------------------------------------------------------------------------
 expect_error newline_in_out_export "--out: a path may not hold control characters" "$POSLAB" run small_study.toml --export slurm --out "$(printf 'x\nrm -rf /')"
+expect_error space_in_out_slurm "contains a space or a control character" "$POSLAB" run small_study.toml --export slurm --out "with space"
 expect_error newline_in_study_path "a path may not hold control characters" "$POSLAB" run "$(printf 'small_study.toml\nx')" --export slurm
 expect_error newline_in_train_out "--out: a path may not hold control characters" "$POSLAB" "${T[@]}" --out "$(printf 'x\ny')"
 expect_error newline_in_set "--set train.steps=2\\n3" "$POSLAB" "${T[@]}" --out out --set "$(printf 'train.steps=2\n3')"
