@@ -10,6 +10,7 @@
 
 #include "cli/commands.hpp"
 #include "core/blas.hpp"
+#include "core/provenance.hpp"
 #include "core/rng.hpp"
 #include "model/flops.hpp"
 #include "encodings/registry.hpp"
@@ -69,7 +70,9 @@ int run_bench(const Config& cfg, int steps) {
             << m.n_heads << " heads, d_inner " << m.d_inner << ", vocab " << m.vocab_size
             << ", segment " << cfg.train.seq_len << ", batch " << cfg.train.batch_size
             << ", memory " << cfg.memory.mem_len << ", encoding '" << cfg.encoding.type << "', "
-            << omp_get_max_threads() << " threads\n";
+            << omp_get_max_threads() << " threads\n"
+            << "build:     " << build_flags() << " at " << build_commit()
+            << (build_dirty() ? "-dirty" : "") << " (compare speeds within one build)\n";
   const double sgemm = measure_sgemm_gflops(512, 40);
   const BenchResult r = bench_training(cfg, steps);
   std::cout << std::fixed << std::setprecision(0)
@@ -91,7 +94,8 @@ int run_bench_comparison(const Config& base, int steps, int mem_len) {
   std::cout << "poslab bench --compare: d_model " << base.model.d_model << ", "
             << base.model.n_layers << " layers, segment " << base.train.seq_len << ", batch "
             << base.train.batch_size << ", " << omp_get_max_threads() << " threads, " << steps
-            << " timed steps each\n\n"
+            << " timed steps each\nbuild: " << build_flags() << " at " << build_commit()
+            << (build_dirty() ? "-dirty" : "") << "\n\n"
             << std::left << std::setw(24) << "encoding" << std::right << std::setw(14)
             << "memory 0" << std::setw(10) << "vs none" << std::setw(14)
             << ("memory " + std::to_string(mem_len)) << std::setw(10) << "vs none" << "\n";
@@ -135,7 +139,8 @@ int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long t
             << cfg.model.d_model << ", " << cfg.model.n_layers << " layers, encoding '"
             << cfg.encoding.type << "', " << omp_get_max_threads() << " threads; median of 3 "
             << "timed passes each, " << targets << " predicted tokens for vanilla, more for the "
-            << "faster modes\n"
+            << "faster modes\n  build " << build_flags() << " at " << build_commit()
+            << (build_dirty() ? "-dirty" : "") << "\n"
             << "  vanilla:     a forward pass over the A tokens ending at every predicted token\n"
             << "  per-segment: the window moves by " << L << " tokens and scores its last " << L
             << "\n  reuse:       segments of " << L << " tokens with memory A - " << L
