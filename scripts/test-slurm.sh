@@ -1,0 +1,539 @@
+#!/usr/bin/env bash
+# Runs poslab's Slurm export (`poslab run STUDY --export slurm`) on a REAL Slurm cluster: a
+# private one-node cluster that this script starts on this machine, uses, and stops again.
+#
+#   bash scripts/test-slurm.sh                    # uses build/poslab
+#   POSLAB=/path/to/poslab bash scripts/test-slurm.sh
+#   KEEP_WORK=1 bash scripts/test-slurm.sh        # keep the work directory (logs, results)
+#
+# Needs root (it installs Debian's Slurm and MUNGE packages if they are missing) and a built
+# poslab; it builds nothing. About a minute once the packages are installed.
+#
+# How a one-node Slurm cluster fits together (the three daemons this script starts):
+#   munged     MUNGE, the authentication service: every Slurm message carries a credential
+#              that munged signs with a secret key and the receiving side's munged checks.
+#              Ours has its own key and its own socket, both in the work directory.
+#   slurmctld  the controller: holds the queue, decides which job runs where.
+#   slurmd     the node daemon: starts the job's tasks (through a slurmstepd per job step).
+# All three read one slurm.conf. Slurm's commands (sbatch, squeue, sinfo, scontrol, scancel)
+# read it from $SLURM_CONF, so pointing SLURM_CONF at a file in the work directory keeps
+# /etc/slurm and /etc/munge untouched, and keeps this cluster apart from any other one that
+# may be running here (it also gets its own ports).
+#
+# The script is in four parts:
+#   1. install what is missing;          3. helpers a scenario uses (submit, wait, cancel, states);
+#   2. start the cluster (and its trap); 4. the scenarios, then `main` at the very end.
+# Everything it starts (the three daemons and, through them, the jobs) it stops on exit,
+# by the process ids it recorded: never by name, since other daemons may be running here.
+set -euo pipefail
+
+# Work from the repository root, wherever the script is called from: the exported commands
+# `cd` to the directory `poslab run` was called from.
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+POSLAB=${POSLAB:-build/poslab}               # the poslab under test (never rebuilt here)
+STUDY=experiments/state_reuse_fortunes.toml  # with --smoke: 12 runs of a few seconds each
+START_TIMEOUT=${START_TIMEOUT:-60}           # seconds for the node to come up idle
+JOB_TIMEOUT=${JOB_TIMEOUT:-300}              # seconds for one job (array) to finish
+KEEP_WORK=${KEEP_WORK:-0}                    # 1: keep the work directory even on success
+
+log() { printf '[test-slurm %s] %s\n' "$(date +%H:%M:%S)" "$*"; }
+die() {
+  printf '[test-slurm %s] ERROR: %s\n' "$(date +%H:%M:%S)" "$*" >&2
+  exit 1
+}
+
+# =============================================================================================
+# 1. Install what is missing
+# =============================================================================================
+
+# Debian 12's Slurm 22.05 and MUNGE 0.5.15. Each package is checked with dpkg-query first, so
+# a second run installs nothing and needs no network.
+install_missing_packages() {
+  local packages=(munge slurmctld slurmd slurm-client) missing=() package status
+  for package in "${packages[@]}"; do
+    # ${Status} is a dpkg-query field name, not a shell variable.
+    # shellcheck disable=SC2016
+    status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+    [[ "$status" == "install ok installed" ]] || missing+=("$package")
+  done
+  if ((${#missing[@]} == 0)); then
+    log "packages: ${packages[*]} already installed"
+    return
+  fi
+  [[ "$(id -u)" -eq 0 ]] ||
+    die "missing Debian packages: ${missing[*]}; install them as root:
+  apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+  log "installing ${missing[*]}"
+  apt-get update
+  # (munge's install writes /etc/munge/munge.key and the Slurm packages add a `slurm` user;
+  # this script uses neither: its munged has a key of its own, and everything runs as root.)
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+  # Where apt starts services (a machine booted with systemd and no policy-rc.d forbidding
+  # it), the packages just installed have started Debian's own munge/slurmd/slurmctld with
+  # the /etc configuration. They are not ours to use: stop exactly those units.
+  if [[ -d /run/systemd/system ]]; then
+    local unit
+    for unit in munge slurmctld slurmd; do
+      if [[ " ${missing[*]} " == *" $unit "* ]]; then systemctl stop "$unit" || true; fi
+    done
+  fi
+}
+
+# =============================================================================================
+# 2. Start the cluster
+# =============================================================================================
+
+WORK=""          # the private work directory (mktemp -d)
+DAEMON_PIDS=()   # "name:pid" of every daemon this script started, in start order
+FAILED=0         # set to 1 by a scenario that fails, so the work directory is kept
+
+# Stops everything this script started, in reverse order, and removes the work directory
+# (kept on failure, or with KEEP_WORK=1, to read the logs). Runs on every exit.
+cleanup() {
+  local status=$?
+  set +e
+  trap - EXIT INT TERM
+  if ((${#DAEMON_PIDS[@]} > 0)); then
+    # Jobs first: slurmd does not stop the job steps (slurmstepd) it started when it stops
+    # itself, so cancel every job of this private cluster and wait until none is left.
+    if daemon_alive slurmctld && daemon_alive slurmd; then
+      local jobs
+      jobs=$(squeue -h -o %F 2>/dev/null | sort -u)
+      if [[ -n "$jobs" ]]; then
+        log "cleanup: cancelling jobs $(echo "$jobs" | tr '\n' ' ')"
+        # shellcheck disable=SC2086  # one word per job id
+        scancel $jobs
+        local waited=0
+        while [[ -n "$(squeue -h -o %i 2>/dev/null)" ]] && ((waited < 30)); do
+          sleep 1
+          waited=$((waited + 1))
+        done
+      fi
+    fi
+    local i entry name pid waited
+    for ((i = ${#DAEMON_PIDS[@]} - 1; i >= 0; i--)); do
+      entry=${DAEMON_PIDS[i]}
+      name=${entry%%:*}
+      pid=${entry#*:}
+      kill -0 "$pid" 2>/dev/null || continue
+      kill -TERM "$pid"
+      waited=0
+      while kill -0 "$pid" 2>/dev/null && ((waited < 20)); do  # up to 10 s
+        sleep 0.5
+        waited=$((waited + 1))
+      done
+      if kill -0 "$pid" 2>/dev/null; then
+        log "cleanup: $name (pid $pid) ignored SIGTERM; sending SIGKILL"
+        kill -KILL "$pid"
+      fi
+      wait "$pid" 2>/dev/null  # reap it: the daemons are this shell's children
+      log "cleanup: stopped $name (pid $pid)"
+    done
+  fi
+  if [[ -n "$WORK" && -d "$WORK" ]]; then
+    if ((status != 0 || FAILED != 0)) || [[ "$KEEP_WORK" == 1 ]]; then
+      log "work directory kept: $WORK"
+    else
+      rm -rf "$WORK"
+    fi
+  fi
+  exit "$status"
+}
+
+# daemon_alive NAME: is the daemon NAME that this script started still running?
+daemon_alive() {
+  local entry
+  for entry in "${DAEMON_PIDS[@]}"; do
+    [[ "${entry%%:*}" == "$1" ]] && kill -0 "${entry#*:}" 2>/dev/null && return 0
+  done
+  return 1
+}
+
+# Prints the end of every daemon's log (after a failure).
+print_daemon_logs() {
+  local file
+  for file in "$WORK"/log/*.log; do
+    [[ -f "$file" ]] || continue
+    echo "----- $file (last 40 lines) -----" >&2
+    tail -n 40 "$file" >&2
+  done
+}
+
+# Two TCP ports that are free now, for slurmctld and slurmd: a system Slurm may hold the
+# defaults (6817, 6818).
+free_ports() {
+  /usr/bin/python3 - <<'EOF'
+import socket
+sockets = [socket.socket() for _ in range(2)]
+for s in sockets:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in sockets))
+EOF
+}
+
+make_work_dir() {
+  # Slurm cannot quote a path in an #SBATCH line, so no spaces in it (TMPDIR permitting).
+  WORK=$(mktemp -d "${TMPDIR:-/tmp}/poslab-slurm.XXXXXX")
+  mkdir -p "$WORK"/{munge,state,spool,log,run,bin}
+  # mktemp -d makes it 0700, but munged wants every directory above its socket searchable by
+  # all ("Socket is inaccessible: execute permissions for all required on ...") and none
+  # writable by others: 0711 lets others pass through without listing or writing.
+  chmod 0711 "$WORK" "$WORK/munge"
+  log "work directory: $WORK"
+  # A copy of the binary under test: build/poslab may be rebuilt while the jobs run, and the
+  # exported commands name the binary that wrote them (/proc/self/exe), so they use this copy.
+  cp "$POSLAB" "$WORK/bin/poslab"
+  POSLAB="$WORK/bin/poslab"
+}
+
+start_munged() {
+  local key="$WORK/munge/munge.key"
+  MUNGE_SOCKET="$WORK/munge/munge.socket"
+  # The cluster's own secret key: 1024 random bytes, readable by its owner only.
+  dd if=/dev/urandom of="$key" bs=1024 count=1 status=none
+  chmod 0400 "$key"
+  # --foreground: munged stays this shell's child, so $! is exactly its pid.
+  munged --foreground --key-file="$key" --socket="$MUNGE_SOCKET" \
+    --pid-file="$WORK/run/munged.pid" --seed-file="$WORK/munge/munged.seed" \
+    --log-file="$WORK/log/munged.log" >>"$WORK/log/munged.log" 2>&1 &
+  DAEMON_PIDS+=("munged:$!")
+  # Ready when a credential made through our socket can be decoded through it.
+  local waited=0
+  until munge -n --socket="$MUNGE_SOCKET" 2>/dev/null |
+    unmunge --socket="$MUNGE_SOCKET" >/dev/null 2>&1; do
+    daemon_alive munged || { print_daemon_logs; die "munged exited at start"; }
+    ((waited < 20)) || { print_daemon_logs; die "munged did not answer within 10 s"; }
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+  log "munged running (pid ${DAEMON_PIDS[-1]#*:}, socket $MUNGE_SOCKET)"
+}
+
+write_slurm_conf() {
+  NODE=$(hostname -s)
+  local cpus memory_mb ports
+  cpus=$(nproc)
+  memory_mb=$(awk '/^MemTotal:/ { print int($2 / 1024) }' /proc/meminfo)
+  read -r -a ports <<<"$(free_ports)"
+  export SLURM_CONF="$WORK/slurm.conf"  # every Slurm command below reads this one
+  cat >"$SLURM_CONF" <<EOF
+# A one-node Slurm cluster for scripts/test-slurm.sh (Slurm 22.05, Debian 12).
+ClusterName=poslabtest
+# The controller and the node are this machine, reached on the loopback address whatever
+# the host name resolves to.
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmctldPort=${ports[0]}
+SlurmdPort=${ports[1]}
+# Everything runs as root (this script's user), so no slurm user is needed.
+SlurmUser=root
+SlurmdUser=root
+# MUNGE authentication through our own munged (AuthInfo socket=...), not /run/munge.
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=$MUNGE_SOCKET
+# State, spool, logs and pid files: all in the work directory.
+StateSaveLocation=$WORK/state
+SlurmdSpoolDir=$WORK/spool
+SlurmctldLogFile=$WORK/log/slurmctld.log
+SlurmdLogFile=$WORK/log/slurmd.log
+SlurmctldPidFile=$WORK/run/slurmctld.pid
+SlurmdPidFile=$WORK/run/slurmd.pid
+# No cgroups (they need a delegated cgroup tree): processes are tracked by parent pid and
+# tasks are not bound to CPUs.
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+# No accounting database (slurmdbd), so no sacct: a finished job's state is kept by the
+# controller for MinJobAge seconds, where \`scontrol show job\` reads it.
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MinJobAge=3600
+# Allocate cores, so each array task takes one core and $cpus tasks run at once.
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+# A node that was down returns to service when its slurmd registers.
+ReturnToService=2
+MpiDefault=none
+# No mail program here: without this slurmctld logs "error: Configured MailProg is invalid".
+MailProg=/usr/bin/true
+# MaxArraySize is left at its default (1001).
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$memory_mb State=UNKNOWN
+PartitionName=test Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+EOF
+  log "slurm.conf: $SLURM_CONF (node $NODE, $cpus CPUs, $memory_mb MB, ports ${ports[*]})"
+}
+
+start_slurm() {
+  # -D: stay in the foreground, so each is this shell's child and $! is exactly its pid.
+  slurmctld -D -f "$SLURM_CONF" >>"$WORK/log/slurmctld.stderr.log" 2>&1 &
+  DAEMON_PIDS+=("slurmctld:$!")
+  slurmd -D -f "$SLURM_CONF" >>"$WORK/log/slurmd.stderr.log" 2>&1 &
+  DAEMON_PIDS+=("slurmd:$!")
+  log "started ${DAEMON_PIDS[*]}"
+
+  # Wait for the node to be idle: registered with the controller and ready for jobs.
+  local state="" waited=0
+  while ((waited < START_TIMEOUT * 2)); do
+    daemon_alive slurmctld || { print_daemon_logs; die "slurmctld exited at start"; }
+    daemon_alive slurmd || { print_daemon_logs; die "slurmd exited at start"; }
+    state=$(sinfo -h -n "$NODE" -o %T 2>/dev/null || true)
+    [[ "$state" == idle ]] && break
+    sleep 0.5
+    waited=$((waited + 1))
+  done
+  if [[ "$state" != idle ]]; then
+    sinfo -N -l >&2 || true
+    scontrol show node "$NODE" >&2 || true
+    print_daemon_logs
+    die "node $NODE not idle after ${START_TIMEOUT}s (state: '${state:-no answer from sinfo}')"
+  fi
+  log "node $NODE is idle: the cluster is up"
+}
+
+# =============================================================================================
+# 3. Helpers for scenarios
+# =============================================================================================
+
+# submit SCRIPT [SBATCH OPTIONS...]: submits a job script; prints its job id.
+submit() {
+  local script=$1 id
+  shift
+  id=$(sbatch --parsable "$@" "$script") || die "sbatch $script failed"
+  echo "${id%%;*}"  # --parsable prints "id" or "id;cluster"
+}
+
+# wait_for_job JOBID [TIMEOUT]: waits until no task of the job is pending or running
+# (squeue lists only those). Returns 1 on timeout.
+wait_for_job() {
+  local job=$1 timeout=${2:-$JOB_TIMEOUT} start=$SECONDS left
+  while :; do
+    left=$(squeue -h -r -j "$job" -o %i 2>/dev/null || true)
+    [[ -z "$left" ]] && return 0
+    if ((SECONDS - start >= timeout)); then
+      echo "job $job: still in the queue after ${timeout}s:" >&2
+      squeue -r -j "$job" >&2 || true
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+# cancel_task JOBID TASK: cancels one task of a job array.
+cancel_task() {
+  scancel "${1}_${2}"
+}
+
+# job_states JOBID: one line per task of a job array, "TASK STATE EXIT_CODE STDOUT_FILE",
+# e.g. "3 FAILED 1:0 /tmp/.../slurm-7_3.out". Without slurmdbd there is no sacct; the
+# controller keeps finished jobs for MinJobAge seconds (an hour here), and `scontrol show job`
+# shows them with the state and exit code of each task, as it does for queued and running
+# ones (squeue shows only those). Pending tasks not yet split off show as one range "0-11".
+job_states() {
+  scontrol -o show job "$1" 2>/dev/null | awk '{
+    task = "-"; state = "?"; code = "?"; out = "-"
+    for (i = 1; i <= NF; i++) {
+      split($i, kv, "=")
+      if (kv[1] == "ArrayTaskId") task = substr($i, 13)
+      else if (kv[1] == "JobState") state = kv[2]
+      else if (kv[1] == "ExitCode") code = kv[2]
+      else if (kv[1] == "StdOut") out = substr($i, 8)
+    }
+    print task, state, code, out
+  }' | sort -n
+}
+
+# The job scripts an export wrote, one path a line, from its "submit with: ..." line: either
+# "submit with: sbatch SCRIPT" (one array), or "submit with: SUBMIT.sh" (a script of sbatch
+# lines, one per array). The harness submits them itself to learn each job id.
+exported_job_scripts() {
+  local output_file=$1 how word rest
+  how=$(sed -n 's/^submit with: //p' "$output_file" | tail -n 1)
+  [[ -n "$how" ]] || return 1
+  if [[ "$how" == "sbatch "* ]]; then
+    echo "${how#sbatch }"
+  else
+    how=${how#\'}
+    how=${how%\'}
+    while read -r word rest; do
+      [[ "$word" == sbatch ]] || continue
+      rest=${rest#\'}
+      echo "${rest%\'}"
+    done <"$how"
+  fi
+}
+
+# Compares two summary.csv files on every column but the provenance and timing ones; prints
+# the differences. Rows are matched by the columns that name a run's evaluation setting.
+compare_summaries() {
+  /usr/bin/python3 - "$1" "$2" <<'EOF'
+import csv, sys
+
+IGNORED = {"commit", "train_tokens_per_second", "train_seconds", "peak_memory_mb"}
+KEY = ["run", "kind", "factor", "seq_len", "mem_len", "split"]
+
+def read(path):
+    with open(path, newline="") as f:
+        reader = csv.DictReader(f)
+        return reader.fieldnames, list(reader)
+
+(header_a, rows_a), (header_b, rows_b) = read(sys.argv[1]), read(sys.argv[2])
+if header_a != header_b:
+    sys.exit(f"the headers differ:\n  {header_a}\n  {header_b}")
+missing = sorted(IGNORED - set(header_a))
+if missing:
+    print(f"note: no column {', '.join(missing)} to ignore")
+key = [c for c in KEY if c in header_a]
+compared = [c for c in header_a if c not in IGNORED]
+
+def index(rows, path):
+    table = {}
+    for row in rows:
+        k = tuple(row[c] for c in key)
+        if k in table:
+            sys.exit(f"{path}: two rows for {dict(zip(key, k))}")
+        table[k] = row
+    return table
+
+a, b = index(rows_a, sys.argv[1]), index(rows_b, sys.argv[2])
+problems = [f"only in the first: {dict(zip(key, k))}" for k in sorted(a.keys() - b.keys())]
+problems += [f"only in the second: {dict(zip(key, k))}" for k in sorted(b.keys() - a.keys())]
+for k in sorted(a.keys() & b.keys()):
+    for c in compared:
+        if a[k][c] != b[k][c]:
+            problems.append(f"{dict(zip(key, k))} {c}: {a[k][c]!r} != {b[k][c]!r}")
+for p in problems[:40]:
+    print("  " + p)
+if problems:
+    sys.exit(f"{len(problems)} difference(s)")
+print(f"{len(a)} rows equal on {len(compared)} columns "
+      f"(ignored: {', '.join(c for c in header_a if c in IGNORED)})")
+EOF
+}
+
+# =============================================================================================
+# 4. Scenarios
+# =============================================================================================
+# Each scenario is one function that returns 0 (PASS) or 1 (FAIL) and says why. Candidates
+# to add: cancel a task mid-run (cancel_task) and check that the next export lists it again;
+# re-export while the first array is still queued; `poslab run` summarizing while tasks run;
+# resubmitting after a failure runs only the missing runs.
+
+# Scenario 1: export the smoke study, run it as a Slurm job array, summarize it, and compare
+# the summary with the same study run locally by `poslab run`.
+scenario_export_matches_local() {
+  local results="$WORK/results" local_results="$WORK/results-local"
+  local export_log="$WORK/export.txt" scripts=() script job jobs=() ok=1
+
+  log "scenario 1: export $STUDY --smoke to Slurm, run it, compare with a local run"
+  # (Inside `if scenario`, set -e is off: every step checks its own status.)
+  "$POSLAB" run "$STUDY" --smoke --export slurm --out "$results" >"$export_log" 2>&1 ||
+    { cat "$export_log"; echo "FAIL: the export failed"; return 1; }
+  cat "$export_log"
+  mapfile -t scripts < <(exported_job_scripts "$export_log")
+  ((${#scripts[@]} > 0)) || { echo "FAIL: no 'submit with:' line in the export's output"; return 1; }
+
+  for script in "${scripts[@]}"; do
+    job=$(submit "$script") || { echo "FAIL: could not submit $script"; return 1; }
+    log "submitted $script as job $job"
+    jobs+=("$job")
+  done
+  for job in "${jobs[@]}"; do
+    wait_for_job "$job" || { echo "FAIL: job $job did not finish in ${JOB_TIMEOUT}s"; return 1; }
+  done
+  log "jobs ${jobs[*]} finished"
+
+  # The state of every task, and the output of those that did not complete.
+  local states task state _exit_code out tasks=0 failed=0
+  for job in "${jobs[@]}"; do
+    states=$(job_states "$job")
+    echo "job $job, task state exit-code:"
+    echo "$states" | awk '{ print "  " $1, $2, $3 }'
+    while read -r task state _exit_code out; do
+      tasks=$((tasks + 1))
+      [[ "$state" == COMPLETED ]] && continue
+      failed=$((failed + 1))
+      ((failed <= 3)) || continue  # the first three failures say enough
+      echo "  task $task $state, the end of its output ($out):"
+      tail -n 2 "$out" 2>/dev/null | sed 's/^/    /'
+    done <<<"$states"
+  done
+  if ((failed > 0)); then
+    # A known bug of older exports (the one writing results/NAME/slurm.sh, e.g. commit
+    # cbd78a5): the exported command redirects the run's log to runs/<run>.log, but the export
+    # did not create runs/ on a fresh results directory, so bash cannot open the log and every
+    # task fails before poslab starts. Reported here, deliberately not worked around.
+    if grep -qs '/runs/.*\.log: No such file or directory' "$results"/slurm*.out \
+      "$results"/slurm/*/logs/*.out; then
+      echo "FAIL (known bug): the exported commands write their logs into $results/runs/," \
+        "which the export did not create, so every task fails at the log redirect."
+    fi
+    echo "FAIL: $failed of $tasks task(s) did not complete"
+    return 1
+  fi
+
+  # Every run must have finished (eval.json is its last file) before `poslab run` is used to
+  # write summary.csv: on a pending run it would train it here and hide the failure.
+  local evals
+  evals=$(find "$results/runs" -mindepth 2 -maxdepth 2 -name eval.json | wc -l)
+  if ((evals != tasks)); then
+    echo "FAIL: $tasks tasks completed but $evals runs have eval.json"
+    return 1
+  fi
+  log "summarizing the Slurm results (every run is done, so nothing is trained)"
+  "$POSLAB" run "$STUDY" --smoke --out "$results" >"$WORK/summarize.txt" 2>&1 ||
+    { cat "$WORK/summarize.txt"; echo "FAIL: poslab run could not summarize"; return 1; }
+
+  log "running the same study locally"
+  "$POSLAB" run "$STUDY" --smoke --out "$local_results" >"$WORK/local.txt" 2>&1 ||
+    { tail -n 20 "$WORK/local.txt"; echo "FAIL: the local run failed"; return 1; }
+
+  # The export must have covered the whole study: as many tasks as runs done locally.
+  local local_evals
+  local_evals=$(find "$local_results/runs" -mindepth 2 -maxdepth 2 -name eval.json | wc -l)
+  if ((local_evals != tasks)); then
+    echo "FAIL: the study has $local_evals runs, the Slurm export ran $tasks"
+    return 1
+  fi
+
+  log "comparing $results/summary.csv with $local_results/summary.csv"
+  compare_summaries "$results/summary.csv" "$local_results/summary.csv" || ok=0
+  ((ok)) || { echo "FAIL: the summaries differ"; return 1; }
+  echo "PASS: Slurm and local summaries agree"
+}
+
+# The scenarios main runs, in order.
+SCENARIOS=(scenario_export_matches_local)
+
+# =============================================================================================
+# main
+# =============================================================================================
+
+main() {
+  [[ -x "$POSLAB" ]] || die "no poslab executable at $POSLAB (build it, or set POSLAB=...)"
+  POSLAB=$(realpath "$POSLAB")
+  install_missing_packages
+
+  trap cleanup EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  make_work_dir
+  start_munged
+  write_slurm_conf
+  start_slurm
+
+  local scenario passed=() failed=()
+  for scenario in "${SCENARIOS[@]}"; do
+    if "$scenario"; then passed+=("$scenario"); else failed+=("$scenario"); fi
+  done
+  echo
+  echo "passed: ${passed[*]:-none}"
+  echo "failed: ${failed[*]:-none}"
+  if ((${#failed[@]} > 0)); then
+    FAILED=1
+    echo "RESULT: FAIL"
+    return 1
+  fi
+  echo "RESULT: PASS"
+}
+
+main "$@"
