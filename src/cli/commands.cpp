@@ -27,6 +27,7 @@
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/memory_estimate.hpp"
+#include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
 #include "train/train.hpp"
 
@@ -190,6 +191,14 @@ bool claim_run_directory(const Config& cfg, ExistingRun existing, bool locked = 
   if (!locked && DirectoryLock::is_held(dir))
     throw std::runtime_error(cfg.out_dir + " is being written by another poslab process (it "
                              "holds the directory's lock); not training it twice");
+  // Another machine's trainer is seen by its claim (its flock may not reach us over NFS).
+  if (const std::optional<ClaimInfo> claim = read_claim(dir); claim && !locked) {
+    if (claim_is_live(*claim))
+      throw std::runtime_error(cfg.out_dir + " is being trained by " + claim->describe() +
+                               " (its claim.json); not training it twice");
+    std::cout << "poslab train: warning: " << cfg.out_dir << " has a stale claim ("
+              << claim->describe() << "): its trainer is gone\n";
+  }
   std::string held;
   for (const char* name : {"eval.json", "metrics.csv", "config.toml", "checkpoint"})
     if (fs::exists(fs::symlink_status(dir / name, ec)))
@@ -287,6 +296,7 @@ int run_train(const Config& cfg, ExistingRun existing) {
     throw std::runtime_error(cfg.out_dir + " is being written by another poslab process (it "
                              "holds the directory's lock); not training it twice");
   if (claim_run_directory(cfg, existing, /*locked=*/true)) return 0;
+  const RunClaim claim(run.path());  // claim.json, with a heartbeat, until this run ends
   run.write_text("config.toml", config_to_toml(cfg));
   const Provenance provenance = collect_provenance(threads_from);
   std::cout << "poslab train: " << model.arena().count() << " parameters, task '"

@@ -39,6 +39,7 @@
 #include "config/load.hpp"
 #include "core/provenance.hpp"
 #include "study/slurm_export.hpp"
+#include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
 
 extern char** environ;
@@ -143,6 +144,9 @@ void print_status(const Study& study, const std::vector<PlannedRun>& runs,
     out << "  " << label << std::string(11 - label.size(), ' ') << runs[i].id
         << std::string(width - runs[i].id.size() + 2, ' ') << "runs/" << runs[i].dir_name << "\n";
     if (status[i] == RunStatus::stale) out << "             " << why[i] << "\n";
+    if (status[i] == RunStatus::running)
+      if (const std::optional<ClaimInfo> claim = read_claim(layout.run_dir(runs[i])))
+        out << "             by " << claim->describe() << "\n";
     if (status[i] == RunStatus::incomplete && fs::exists(layout.log_file(runs[i])))
       if (const std::string last = last_line_of(layout.log_file(runs[i])); !last.empty())
         out << "             log: " << last << "\n";
@@ -357,12 +361,18 @@ std::string to_string(RunStatus status) {
   return "?";
 }
 
+bool is_being_trained(const fs::path& run_dir) {
+  if (DirectoryLock::is_held(run_dir)) return true;  // a trainer on this machine
+  const std::optional<ClaimInfo> claim = read_claim(run_dir);
+  return claim && claim_is_live(*claim);  // one on another machine, by its heartbeat
+}
+
 RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why) {
   const fs::path dir = layout.run_dir(run);
   if (!fs::exists(dir)) return RunStatus::pending;
   if (!fs::is_directory(dir)) return RunStatus::incomplete;
   if (!RunDirectory::open(dir).is_complete())
-    return DirectoryLock::is_held(dir) ? RunStatus::running : RunStatus::incomplete;
+    return is_being_trained(dir) ? RunStatus::running : RunStatus::incomplete;
   try {
     const std::string difference =
         experiment_difference(load_config((dir / "config.toml").string()), run.config);
@@ -574,7 +584,7 @@ class Scheduler {
     try {
       // A run still trained by another process (a child of a runner killed with -9 that has
       // not died yet, another machine on a shared disk) is never deleted or started twice.
-      if (DirectoryLock::is_held(dir))
+      if (is_being_trained(dir))
         throw std::runtime_error(dir.string() + " is being written by another poslab process; "
                                  "not started (run the study again once it has finished)");
       fs::remove_all(dir);  // what an interrupted run left behind

@@ -95,13 +95,18 @@ int run_study(const RunStudyOptions& options, std::ostream& out);
 // What a run's directory says about it.
 enum class RunStatus {
   pending,     // no directory yet
-  running,     // a directory without eval.json whose lock a live `poslab train` holds
+  running,     // a directory without eval.json that a live `poslab train` holds (its lock, or
+               // a live claim.json from another machine: is_being_trained)
   incomplete,  // a directory without eval.json, no one training it: interrupted or failed;
                // deleted and run again
   done,        // eval.json exists, and config.toml is the one the study gives
   stale,       // eval.json exists, but the run was made with another config
 };
 std::string to_string(RunStatus status);
+
+// Is a live `poslab train` writing `run_dir`: its lock held here, or a live claim.json
+// (train/run_claim.hpp) from another machine?
+bool is_being_trained(const std::filesystem::path& run_dir);
 
 // `why`, if given, receives what differs for a stale run.
 RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why = nullptr);
