@@ -413,10 +413,7 @@ EOF
 # =============================================================================================
 # 4. Scenarios
 # =============================================================================================
-# Each scenario is one function that returns 0 (PASS) or 1 (FAIL) and says why. Candidates
-# to add: cancel a task mid-run (cancel_task) and check that the next export lists it again;
-# re-export while the first array is still queued; `poslab run` summarizing while tasks run;
-# resubmitting after a failure runs only the missing runs.
+# Each scenario is one function that returns 0 (PASS) or 1 (FAIL) and says why.
 
 # Scenario 1: export the smoke study, run it as a Slurm job array, summarize it, and compare
 # the summary with the same study run locally by `poslab run`.
@@ -480,7 +477,7 @@ scenario_export_matches_local() {
     return 1
   fi
   log "summarizing the Slurm results (every run is done, so nothing is trained)"
-  "$POSLAB" run "$STUDY" --smoke --out "$results" >"$WORK/summarize.txt" 2>&1 ||
+  "$POSLAB" run "$STUDY" --smoke --summary-only --out "$results" >"$WORK/summarize.txt" 2>&1 ||
     { cat "$WORK/summarize.txt"; echo "FAIL: poslab run could not summarize"; return 1; }
 
   log "running the same study locally"
@@ -501,8 +498,100 @@ scenario_export_matches_local() {
   echo "PASS: Slurm and local summaries agree"
 }
 
+# Scenario 2, the whole life of a study on a cluster: a fresh results directory is exported and
+# submitted (one task at a time); while the first task trains, the study is summarized (the run
+# must be reported as running and left alone) and exported again (the queued array must keep
+# its own commands); half the tasks are cancelled, one of them mid-run; the second export is
+# then submitted. In the end the summary must equal a local run's, no run may have been
+# trained to the end twice, and no finished run may have been touched.
+scenario_cancel_reexport_resubmit() {
+  local results="$WORK/results-2" local_results="$WORK/results-2-local"
+  local only='*train.seed=21' steps=1500   # 4 runs of about 10 s each on an idle machine
+  local args=(run "$STUDY" --smoke --only "$only" --set "train.steps=$steps")
+  local first second job job2 scripts=() dir log
+
+  log "scenario 2: export, submit, summarize while running, re-export, cancel half, resubmit"
+  "$POSLAB" "${args[@]}" --export slurm --array-throttle 1 --out "$results" >"$WORK/export-2a.txt" 2>&1 ||
+    { cat "$WORK/export-2a.txt"; echo "FAIL: the first export failed"; return 1; }
+  mapfile -t scripts < <(exported_job_scripts "$WORK/export-2a.txt")
+  ((${#scripts[@]} == 1)) || { echo "FAIL: expected one job array, got ${#scripts[@]}"; return 1; }
+  first=$(dirname "${scripts[0]}")
+  local commands_before
+  commands_before=$(md5sum <"$first/commands.txt")
+  job=$(submit "${scripts[0]}") || { echo "FAIL: could not submit"; return 1; }
+  log "submitted $first as job $job (4 tasks, one at a time)"
+
+  # Wait for the first task to be training: its run directory has a metrics.csv.
+  local running="" start=$SECONDS
+  while [[ -z "$running" ]]; do
+    running=$(find "$results/runs" -mindepth 2 -maxdepth 2 -name metrics.csv -printf '%h\n' | head -n 1)
+    ((SECONDS - start < JOB_TIMEOUT)) || { echo "FAIL: no task started training"; return 1; }
+    sleep 0.5
+  done
+  log "task 0 trains $(basename "$running")"
+
+  # Summarize while it runs: reported as running, its directory untouched.
+  "$POSLAB" "${args[@]}" --summary-only --out "$results" >"$WORK/summary-2a.txt" 2>&1 ||
+    { cat "$WORK/summary-2a.txt"; echo "FAIL: --summary-only failed while a task ran"; return 1; }
+  grep -q "^  running    .*$(basename "$running")" "$WORK/summary-2a.txt" ||
+    { cat "$WORK/summary-2a.txt"; echo "FAIL: the training run is not reported as running"; return 1; }
+  [[ -f "$running/metrics.csv" ]] || { echo "FAIL: --summary-only removed a running run"; return 1; }
+
+  # Export again while the array is queued: a new submission; the queued one is unchanged.
+  "$POSLAB" "${args[@]}" --export slurm --array-throttle 1 --out "$results" >"$WORK/export-2b.txt" 2>&1 ||
+    { cat "$WORK/export-2b.txt"; echo "FAIL: the second export failed"; return 1; }
+  mapfile -t scripts < <(exported_job_scripts "$WORK/export-2b.txt")
+  second=$(dirname "${scripts[0]}")
+  [[ "$second" != "$first" ]] || { echo "FAIL: the second export reused $first"; return 1; }
+  [[ "$(md5sum <"$first/commands.txt")" == "$commands_before" ]] ||
+    { echo "FAIL: the second export changed the queued commands"; return 1; }
+
+  # Cancel half the tasks: task 0 while it trains, and task 3 while it waits.
+  cancel_task "$job" 0
+  cancel_task "$job" 3
+  wait_for_job "$job" || { echo "FAIL: job $job did not finish"; return 1; }
+  echo "job $job after cancelling tasks 0 and 3:"
+  job_states "$job" | awk '{ print "  " $1, $2, $3 }'
+  [[ ! -f "$running/eval.json" ]] || { echo "FAIL: the cancelled task finished anyway"; return 1; }
+
+  "$POSLAB" "${args[@]}" --summary-only --out "$results" >"$WORK/summary-2b.txt" 2>&1
+  cat "$WORK/summary-2b.txt"
+  grep -q "2 done, 1 pending.*1 incomplete" "$WORK/summary-2b.txt" ||
+    { echo "FAIL: expected 2 done, 1 pending, 1 incomplete after the cancellations"; return 1; }
+
+  # Resubmit the second export: its finished runs are skipped, the other two are trained.
+  local finished_before
+  finished_before=$(find "$results/runs" -name eval.json -printf '%p %T@\n' | sort)
+  job2=$(submit "${scripts[0]}") || { echo "FAIL: could not resubmit"; return 1; }
+  wait_for_job "$job2" || { echo "FAIL: job $job2 did not finish"; return 1; }
+  echo "job $job2 (the second export):"
+  job_states "$job2" | awk '{ print "  " $1, $2, $3 }'
+  "$POSLAB" "${args[@]}" --summary-only --out "$results" >"$WORK/summary-2c.txt" 2>&1
+  grep -q "^4 done, 0 pending" "$WORK/summary-2c.txt" ||
+    { cat "$WORK/summary-2c.txt"; echo "FAIL: not every run is done after the resubmission"; return 1; }
+
+  # Nothing finished was touched, and no run was trained to the end twice.
+  while read -r path stamp; do
+    grep -q "^$path $stamp\$" <<<"$(find "$results/runs" -name eval.json -printf '%p %T@\n')" ||
+      { echo "FAIL: the resubmission rewrote $path"; return 1; }
+  done <<<"$finished_before"
+  for log in "$results"/runs/*.log; do
+    local trained
+    trained=$(grep -c '^trained ' "$log" || true)
+    ((trained == 1)) || { echo "FAIL: $log records $trained finished trainings"; return 1; }
+  done
+
+  log "running the same runs locally"
+  "$POSLAB" "${args[@]}" --out "$local_results" >"$WORK/local-2.txt" 2>&1 ||
+    { tail -n 20 "$WORK/local-2.txt"; echo "FAIL: the local run failed"; return 1; }
+  compare_summaries "$results/summary.csv" "$local_results/summary.csv" ||
+    { echo "FAIL: the summaries differ"; return 1; }
+  echo "PASS: cancelled, re-exported, summarized while running and resubmitted; the summary" \
+    "equals a local run's, every run trained to the end once"
+}
+
 # The scenarios main runs, in order.
-SCENARIOS=(scenario_export_matches_local)
+SCENARIOS=(scenario_export_matches_local scenario_cancel_reexport_resubmit)
 
 # =============================================================================================
 # main

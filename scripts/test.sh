@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs every test (each Catch2 test case is a CTest test).
-# The exit code is ctest's: non-zero if any test fails.
+# Installs what is missing, builds, and runs every test (each Catch2 test case is a CTest test),
+# then the Slurm export on a real, private one-node Slurm cluster (scripts/test-slurm.sh, which
+# installs Debian's slurmctld, slurmd and munge and needs root). Non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/setup.sh
-exec ctest --test-dir build --output-on-failure -j2
+ctest --test-dir build --output-on-failure -j2
+exec bash scripts/test-slurm.sh
