@@ -232,12 +232,12 @@ def memory_curves(summary, out_dir, figure_name="loss_vs_memory"):
         ax.set_xscale("symlog", base=2, linthresh=8)
         ax.set_xlabel("evaluation memory length")
         ax.set_ylabel("loss (nats per scored token)")
-        title = panel_title(col, group) if group is not None else ""
+        parts = [panel_title(col, group)] if group is not None else []
         if trained_mem is not None:
-            title += f", trained with memory {trained_mem}"
+            parts.append(f"trained with memory {trained_mem}")
             if trained_mem > 0:
                 poslab_style.reference_line(ax, trained_mem, "trained", axis="x")
-        ax.set_title(title)
+        ax.set_title(", ".join(parts))
         if "unigram_loss" in sub and sub["unigram_loss"].notna().any():
             poslab_style.reference_line(ax, float(sub["unigram_loss"].mean()), "unigram")
         dropped_note(ax, sub)
@@ -253,8 +253,10 @@ def loss_by_position(positions, out_dir, kind="memory", figure_name="loss_by_pos
     rows = positions[positions["kind"] == kind]
     if rows.empty:
         return []
+    trained_note = ""
     if kind == "memory" and "memory.mem_len" in rows:  # the models trained with memory
         rows = rows[rows["memory.mem_len"] == rows["memory.mem_len"].max()]
+        trained_note = f"models trained with memory {int(rows['memory.mem_len'].max())}"
     col = panel_column(rows)
     groups = ordered(rows[col]) if col else [None]
     if kind == "memory":
@@ -285,10 +287,14 @@ def loss_by_position(positions, out_dir, kind="memory", figure_name="loss_by_pos
         ax.set_ylabel("loss")
         prefix = panel_title(col, group) + ", " if group is not None else ""
         ax.set_title(prefix + setting_text.format(value))
+    # One y range for every panel: the gap between two panels is what they are compared for.
+    bottom = min(ax.get_ylim()[0] for ax in axes)
     top = max(ax.get_ylim()[1] for ax in axes)
     for ax in axes:
-        ax.set_ylim(top=top)
+        ax.set_ylim(bottom, top)
     poslab_style.legend_outside(fig, axes)
+    if trained_note:
+        fig.suptitle(trained_note, fontsize="medium")
     fig.tight_layout()
     return save(fig, out_dir, figure_name)
 

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The one submission directory under results/slurm/ (there must be exactly `expected`).
+// The submission directories under results/slurm/, oldest first.
 std::vector<fs::path> submissions(const poslab::StudyLayout& layout) {
   std::vector<fs::path> dirs;
   for (const auto& entry : fs::directory_iterator(layout.root / "slurm"))

@@ -5,9 +5,8 @@
 //      the disk (run_status);
 //   2. --dry-run and --export, which only describe the plan;
 //   3. summary.csv and loss_by_position.csv, rebuilt from every finished run's eval.json;
-//   4. the scheduler: `jobs` children at a time, started with posix_spawn and reaped with
-//      waitpid; signals reach it through a pipe, so it can sleep in poll() without races;
-//   5. the `run` subcommand's command line and help.
+//   4. the `run` subcommand's command line and help.
+// The scheduler that runs the children is in scheduler.hpp, the Slurm export in slurm_export.hpp.
 #include "study/runner.hpp"
 
 #include <fcntl.h>
@@ -38,6 +37,7 @@
 
 #include "config/load.hpp"
 #include "core/provenance.hpp"
+#include "study/scheduler.hpp"
 #include "study/slurm_export.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
@@ -47,42 +47,14 @@ extern char** environ;
 namespace poslab {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// "42s", "3m05s", "1h02m".
-std::string format_duration(double seconds) {
-  const long s = std::lround(std::max(0.0, seconds));
-  char text[32];
-  if (s < 60) std::snprintf(text, sizeof text, "%lds", s);
-  else if (s < 3600) std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
-  else std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
-  return text;
-}
-
-// The cores this process may run on (taskset and cgroup cpusets included).
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 std::string read_text_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-// The last non-empty line of a log: usually the child's "poslab: error: ..." line.
-std::string last_line_of(const fs::path& file) {
-  std::istringstream lines(read_text_file(file));
-  std::string line, last;
-  while (std::getline(lines, line))
-    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
-  return last;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -107,21 +79,6 @@ std::string exported_executable(const RunStudyOptions& options) {
   const std::string deleted = " (deleted)";  // the binary was rebuilt since it started
   if (self.size() > deleted.size() && self.ends_with(deleted)) self.resize(self.size() - deleted.size());
   return ec ? "poslab" : self;
-}
-
-// `POSLAB train --config FILE [--set train.threads=T]`.
-std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
-                                         const std::string& executable, int threads) {
-  std::vector<std::string> args = {executable, "train", "--config",
-                                   layout.config_file(run).string()};
-  if (threads > 0 && run.config.train.threads == 0)  // 0 = all cores: too many beside other runs
-    args.insert(args.end(), {"--set", "train.threads=" + std::to_string(threads)});
-  return args;
-}
-
-void write_config_file(const PlannedRun& run, const StudyLayout& layout) {
-  fs::create_directories(layout.config_file(run).parent_path());
-  write_file_atomically(layout.config_file(run), config_to_toml(run.config));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -350,6 +307,30 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
   return commits;
 }
 
+// The last non-empty line of a log: usually the child's "poslab: error: ..." line.
+std::string last_line_of(const fs::path& file) {
+  std::istringstream lines(read_text_file(file));
+  std::string line, last;
+  while (std::getline(lines, line))
+    if (line.find_first_not_of(" \t\r") != std::string::npos) last = line;
+  return last;
+}
+
+// `POSLAB train --config FILE [--set train.threads=T]`.
+std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
+                                         const std::string& executable, int threads) {
+  std::vector<std::string> args = {executable, "train", "--config",
+                                   layout.config_file(run).string()};
+  if (threads > 0 && run.config.train.threads == 0)  // 0 = all cores: too many beside other runs
+    args.insert(args.end(), {"--set", "train.threads=" + std::to_string(threads)});
+  return args;
+}
+
+void write_config_file(const PlannedRun& run, const StudyLayout& layout) {
+  fs::create_directories(layout.config_file(run).parent_path());
+  write_file_atomically(layout.config_file(run), config_to_toml(run.config));
+}
+
 std::string to_string(RunStatus status) {
   switch (status) {
     case RunStatus::pending: return "pending";
@@ -407,307 +388,6 @@ std::string export_command(const PlannedRun& run, const StudyLayout& layout,
          shell_quote(layout.log_file(run).string()) + " 2>&1";
 }
 
-namespace {
-
-// ---------------------------------------------------------------------------------------------
-// 4. The scheduler
-// ---------------------------------------------------------------------------------------------
-
-// Signals, turned into bytes on a pipe (the self-pipe trick): the scheduler sleeps in poll() on
-// the pipe and wakes for a finished child (SIGCHLD) or an interruption (SIGINT, SIGTERM) without
-// the race of checking a flag just before a blocking wait. Installed for the scheduler's
-// lifetime, then the previous handlers are put back.
-volatile sig_atomic_t g_interrupted_by = 0;
-int g_wake_pipe = -1;
-
-extern "C" void on_signal(int signal) {
-  const int saved_errno = errno;
-  if (signal != SIGCHLD) g_interrupted_by = signal;
-  const char byte = 0;
-  [[maybe_unused]] const ssize_t ignored = ::write(g_wake_pipe, &byte, 1);
-  errno = saved_errno;
-}
-
-class SignalWatch {
- public:
-  SignalWatch() {
-    if (::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0)
-      throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-    g_wake_pipe = pipe_[1];
-    g_interrupted_by = 0;
-    struct sigaction action {};
-    action.sa_handler = on_signal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART | SA_NOCLDSTOP;
-    for (int i = 0; i < 3; ++i) {
-      ::sigaction(kSignals[i], nullptr, &previous_[i]);
-      // A signal ignored when we started (a background job's SIGINT) stays ignored.
-      if (kSignals[i] != SIGCHLD && previous_[i].sa_handler == SIG_IGN) continue;
-      ::sigaction(kSignals[i], &action, nullptr);
-    }
-  }
-  ~SignalWatch() {
-    for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
-    g_wake_pipe = -1;
-    ::close(pipe_[0]);
-    ::close(pipe_[1]);
-  }
-  SignalWatch(const SignalWatch&) = delete;
-  SignalWatch& operator=(const SignalWatch&) = delete;
-
-  // Sleeps until a signal arrives or `milliseconds` pass.
-  void wait(int milliseconds) {
-    pollfd fd{pipe_[0], POLLIN, 0};
-    ::poll(&fd, 1, milliseconds);
-    char buffer[64];
-    while (::read(pipe_[0], buffer, sizeof buffer) > 0) {
-    }
-  }
-
-  int interrupted_by() const { return g_interrupted_by; }
-
- private:
-  static constexpr int kSignals[3] = {SIGCHLD, SIGINT, SIGTERM};
-  int pipe_[2] = {-1, -1};
-  struct sigaction previous_[3] {};
-};
-
-// Starts `args` with stdin from /dev/null and stdout and stderr appended to `log`.
-pid_t spawn_child(const std::string& executable, const std::vector<std::string>& args,
-                  const fs::path& log) {
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW, 0644);
-  posix_spawn_file_actions_adddup2(&actions, 1, 2);
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  // The child learns who started it, so that it can die with us (see kRunnerPidVariable).
-  std::vector<std::string> environment;
-  for (char** e = environ; *e; ++e)
-    if (std::string(*e).rfind(std::string(kRunnerPidVariable) + "=", 0) != 0)
-      environment.push_back(*e);
-  environment.push_back(std::string(kRunnerPidVariable) + "=" + std::to_string(::getpid()));
-  std::vector<char*> envp;
-  for (std::string& e : environment) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = 0;
-  const int error = posix_spawn(&pid, executable.c_str(), &actions, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (error != 0)
-    throw std::runtime_error("cannot start " + executable + ": " + std::strerror(error));
-  return pid;
-}
-
-// "exit code 1", "killed by signal 9 (Killed)".
-std::string describe_exit(int status) {
-  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status))
-    return "killed by signal " + std::to_string(WTERMSIG(status)) + " (" +
-           strsignal(WTERMSIG(status)) + ")";
-  return "status " + std::to_string(status);
-}
-
-// Holds an exclusive lock on the results directory while the study runs, so that a second
-// `poslab run` cannot delete the "incomplete" directories the first one is writing.
-class ResultsLock {
- public:
-  explicit ResultsLock(const fs::path& root) {
-    const fs::path file = root / ".lock";
-    fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw std::runtime_error("cannot create " + file.string() + ": " + std::strerror(errno));
-    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
-      ::close(fd_);
-      throw std::runtime_error("another `poslab run` is using " + root.string() +
-                               " (it holds " + file.string() + "); wait for it or use --out");
-    }
-  }
-  ~ResultsLock() { ::close(fd_); }
-  ResultsLock(const ResultsLock&) = delete;
-  ResultsLock& operator=(const ResultsLock&) = delete;
-
- private:
-  int fd_ = -1;
-};
-
-class Scheduler {
- public:
-  // `executable` is what is started; `shown_as` is the name the children and logs see.
-  Scheduler(const Study& study, const std::vector<PlannedRun>& runs, const StudyLayout& layout,
-            std::string executable, std::string shown_as, int jobs, std::ostream& out)
-      : study_(study), runs_(runs), layout_(layout), executable_(std::move(executable)),
-        shown_as_(std::move(shown_as)), jobs_(jobs),
-        threads_(std::max(1, available_cores() / jobs)), out_(out) {}
-
-  // Runs the runs at `todo` (indices into runs); returns the exit code.
-  int run(const std::vector<std::size_t>& todo) {
-    start_ = Clock::now();
-    std::deque<std::size_t> queue(todo.begin(), todo.end());
-    SignalWatch signals;
-    bool forwarded = false;
-    while (true) {
-      while (!signals.interrupted_by() && running_.size() < static_cast<std::size_t>(jobs_) &&
-             !queue.empty()) {
-        start(queue.front());
-        queue.pop_front();
-      }
-      if (running_.empty()) break;
-      signals.wait(1000);
-      if (signals.interrupted_by() && !forwarded) {
-        out_ << "interrupted (" << strsignal(signals.interrupted_by()) << "): stopping "
-             << running_.size() << " running run(s); they stay incomplete and rerun next time"
-             << std::endl;
-        for (const Child& child : running_) ::kill(child.pid, signals.interrupted_by());
-        forwarded = true;
-      }
-      reap(signals.interrupted_by() != 0);
-    }
-    update_summary();
-    return finish(signals.interrupted_by(), queue.size());
-  }
-
-  std::size_t done = 0;  // runs done, those found done before starting included
-  std::size_t total = 0;
-
- private:
-  struct Child {
-    pid_t pid;
-    std::size_t run;
-    Clock::time_point start;
-  };
-
-  void start(std::size_t index) {
-    const PlannedRun& run = runs_[index];
-    const fs::path dir = layout_.run_dir(run);
-    try {
-      // A run still trained by another process (a child of a runner killed with -9 that has
-      // not died yet, another machine on a shared disk) is never deleted or started twice.
-      if (is_being_trained(dir))
-        throw std::runtime_error(dir.string() + " is being written by another poslab process; "
-                                 "not started (run the study again once it has finished)");
-      fs::remove_all(dir);  // what an interrupted run left behind
-      fs::create_directories(dir.parent_path());
-      write_config_file(run, layout_);
-      const std::vector<std::string> args = train_arguments(run, layout_, shown_as_, threads_);
-      std::string command;
-      for (const std::string& a : args) command += (command.empty() ? "" : " ") + shell_quote(a);
-      write_file_atomically(layout_.log_file(run), "# " + command + "\n");
-      running_.push_back({spawn_child(executable_, args, layout_.log_file(run)), index, Clock::now()});
-      out_ << "[start] " << run.id << "  -> " << dir.string() << "\n";
-    } catch (const std::exception& e) {
-      failures_.push_back(run.id + ": " + e.what());
-      out_ << "[FAILED] " << run.id << ": " << e.what() << "\n";
-    }
-    print_progress();
-  }
-
-  void reap(bool interrupted) {
-    for (auto child = running_.begin(); child != running_.end();) {
-      int status = 0;
-      const pid_t pid = ::waitpid(child->pid, &status, WNOHANG);
-      if (pid == 0 || (pid < 0 && errno == EINTR)) {
-        ++child;
-        continue;
-      }
-      finished(*child, status, interrupted);
-      child = running_.erase(child);
-      print_progress();
-    }
-  }
-
-  void finished(const Child& child, int status, bool interrupted) {
-    const PlannedRun& run = runs_[child.run];
-    const double seconds = std::chrono::duration<double>(Clock::now() - child.start).count();
-    const fs::path dir = layout_.run_dir(run);
-    const bool complete = fs::is_directory(dir) && RunDirectory::open(dir).is_complete();
-    const bool succeeded = WIFEXITED(status) && WEXITSTATUS(status) == 0 && complete;
-    if (succeeded) {
-      ++done;
-      seconds_finished_ += seconds, ++count_finished_;
-      out_ << "[done] " << run.id << " in " << format_duration(seconds) << "\n";
-      update_summary();
-    } else if (interrupted) {
-      out_ << "[stopped] " << run.id << " (incomplete; reruns next time)\n";
-    } else {
-      seconds_finished_ += seconds, ++count_finished_;
-      const std::string why = WIFEXITED(status) && WEXITSTATUS(status) == 0
-                                  ? "exited 0 but wrote no eval.json"
-                                  : describe_exit(status);
-      const std::string log = layout_.log_file(run).string();
-      failures_.push_back(run.id + ": " + why + "; log: " + log);
-      out_ << "[FAILED] " << run.id << ": " << why << "; log: " << log << "\n";
-      if (const std::string last = last_line_of(log); !last.empty())
-        out_ << "         " << last << "\n";
-    }
-  }
-
-  // "[3/9 done, 2 running, 0 failed] elapsed 1m05s, ETA 2m10s"
-  void print_progress() {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    out_ << "[" << done << "/" << total << " done, " << running_.size() << " running, "
-         << failures_.size() << " failed] elapsed " << format_duration(elapsed) << ", ETA ";
-    const std::size_t remaining = total - done - failures_.size();
-    if (remaining == 0) out_ << "0s";
-    else if (count_finished_ == 0) out_ << "?";
-    else
-      out_ << format_duration(seconds_finished_ / count_finished_ * remaining /
-                              std::min<std::size_t>(jobs_, remaining));
-    out_ << std::endl;  // flushed: the progress is read while it happens
-  }
-
-  void update_summary() {
-    try {
-      commits_ = write_summary(study_, runs_, layout_);
-      summary_error_.clear();
-    } catch (const std::exception& e) {
-      summary_error_ = e.what();
-      out_ << "warning: cannot write the summary: " << e.what() << "\n";
-    }
-  }
-
-  int finish(int signal, std::size_t not_started) {
-    const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
-    out_ << "study '" << study_.name << "': " << done << " of " << total << " runs done";
-    if (!failures_.empty()) out_ << ", " << failures_.size() << " failed";
-    out_ << " (" << format_duration(elapsed) << "); summary: " << layout_.summary().string()
-         << "\n";
-    for (const std::string& f : failures_) out_ << "  FAILED " << f << "\n";
-    // A study's results should come from one build: say so when they do not.
-    if (commits_.size() > 1) {
-      out_ << "note: the finished runs come from " << commits_.size() << " different builds:";
-      for (const std::string& c : commits_) out_ << " " << c;
-      out_ << "\n";
-    }
-    if (!summary_error_.empty()) {  // the study's result is its summary: not written, failed
-      std::cerr << "poslab: error: cannot write the summary: " << summary_error_ << "\n";
-      if (!signal) return 1;
-    }
-    if (signal) {
-      out_ << "interrupted: " << total - done - failures_.size() << " run(s) not done ("
-           << not_started << " not started); run the same command again to resume\n";
-      return 128 + signal;
-    }
-    return failures_.empty() ? 0 : 1;
-  }
-
-  std::vector<std::string> commits_;  // builds behind the finished runs (provenance)
-  std::string summary_error_;         // why the last summary could not be written, if it could not
-  const Study& study_;
-  const std::vector<PlannedRun>& runs_;
-  const StudyLayout& layout_;
-  std::string executable_, shown_as_;
-  int jobs_, threads_;
-  std::ostream& out_;
-  Clock::time_point start_;
-  std::vector<Child> running_;
-  std::vector<std::string> failures_;
-  double seconds_finished_ = 0;
-  std::size_t count_finished_ = 0;
-};
-
-}  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // run_study: plan, check, then do what was asked
@@ -808,31 +488,30 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
   }
   write_file_atomically(layout.root / "study.toml", study_copy);
 
-  Scheduler scheduler(study, runs, layout, executable, exported_executable(options), options.jobs,
-                      out);
   std::vector<std::size_t> todo;
-  std::size_t running_elsewhere = 0;
+  std::size_t done = 0, running_elsewhere = 0;
   for (std::size_t i : chosen) {
-    if (status[i] == RunStatus::done) ++scheduler.done;
+    if (status[i] == RunStatus::done) ++done;
     else if (status[i] == RunStatus::running) ++running_elsewhere;
     else todo.push_back(i);
   }
-  scheduler.total = chosen.size() - running_elsewhere;
   out << "study '" << study.name << "': " << chosen.size() << " runs"
       << (chosen.size() < runs.size() ? " (--only; of " + std::to_string(runs.size()) + ")" : "")
-      << ", " << scheduler.done << " already done, " << todo.size() << " to run, "
+      << ", " << done << " already done, " << todo.size() << " to run, "
       << options.jobs << " at a time; results in " << layout.root.string() << std::endl;
   const std::string elsewhere =
       std::to_string(running_elsewhere) + " run(s) are being trained by another process (their "
       "directory is locked): left alone; run the study again once they finish";
   if (running_elsewhere) out << elsewhere << std::endl;
-  const int code = scheduler.run(todo);
+  const SchedulerJob job{study, runs, layout, executable, exported_executable(options),
+                         options.jobs};
+  const int code = run_scheduled(job, todo, done, chosen.size() - running_elsewhere, out);
   if (running_elsewhere) out << "note: " << elsewhere << std::endl;
   return code;
 }
 
 // ---------------------------------------------------------------------------------------------
-// 5. The command line
+// 4. The command line
 // ---------------------------------------------------------------------------------------------
 
 CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {

@@ -119,6 +119,17 @@ std::string export_command(const PlannedRun& run, const StudyLayout& layout,
                            const std::string& poslab,
                            const std::filesystem::path& config_file = {});
 
+// `POSLAB train --config FILE [--set train.threads=T]` for `run` (T only if threads > 0 and the
+// study left train.threads at 0, "all cores", too many beside other runs).
+std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
+                                         const std::string& executable, int threads);
+
+// Writes the run's resolved config to layout.config_file(run) (atomically).
+void write_config_file(const PlannedRun& run, const StudyLayout& layout);
+
+// The last non-empty line of a log: usually the child's "poslab: error: ..." line.
+std::string last_line_of(const std::filesystem::path& file);
+
 // `word` quoted for a POSIX shell, if it needs it: it's -> 'it'\''s'.
 std::string shell_quote(const std::string& word);
 
