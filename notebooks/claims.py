@@ -155,7 +155,8 @@ def recl_table(study_dir):
     for path in files:
         for _, row in pd.read_csv(path).iterrows():
             name = re.search(r"\((.*)__train\.seed-\d+\)", row["model"]).group(1)
-            values.setdefault(name, []).append((int(row["recl"]), str(row["censored"]) == "true"))
+            values.setdefault(name, []).append((int(row["recl"]),
+                                                str(row["censored"]).lower() == "true"))
     return values, len(files)
 
 
@@ -172,9 +173,20 @@ def state_reuse(study_dir):
     def lm(summary, encoding, trained):
         return memory_losses(summary, **{"encoding.type": encoding, "memory.mem_len": trained})
 
-    def row(claim, measured, interval, rule, judged):
+    # The paired bootstrap over slices of the test text (notebooks/bootstrap.py), per seed.
+    boot = {}
+    boot_path = os.path.join(study_dir, "bootstrap.csv")
+    if os.path.exists(boot_path):
+        for _, b in pd.read_csv(boot_path).iterrows():
+            boot.setdefault(b["comparison"], []).append(
+                f"{int(b['seed'])}: [{b['ci_low']:+.3f}, {b['ci_high']:+.3f}]")
+
+    def row(claim, measured, interval, rule, judged, bootstrap_label=None):
         verdict_text = verdict(interval, *judged) if judged else "(reference)"
-        return f"| {claim} | {measured}: {fmt(*interval)} | {rule} | {verdict_text} |"
+        extra = ""
+        if bootstrap_label in boot:
+            extra = f"; bootstrap over text slices, per seed: {', '.join(boot[bootstrap_label])}"
+        return f"| {claim} | {measured}: {fmt(*interval)}{extra} | {rule} | {verdict_text} |"
 
     lines = [f"\n{dropped_line(main, 'Main study')}"
              + (f"; {dropped_line(conditions[conditions['variant'].str.startswith('long_range') == False], 'conditions (language models)')}"
@@ -192,15 +204,19 @@ def state_reuse(study_dir):
     # 2. Training with recurrence helps, for XL and Shaw.
     for enc in ("transformer_xl", "shaw"):
         with_m, without = lm(main, enc, m), lm(main, enc, 0)
+        xl = enc == "transformer_xl"
         lines.append(row(f"2. training with recurrence helps ({poslab_style.label(enc)})",
                          f"trained with memory {m} (evaluated at {m}) minus trained without "
                          "(evaluated at 0)",
                          paired(at_memory(with_m, m), at_memory(without, 0)),
-                         "interval below 0", BELOW_ZERO))
+                         "interval below 0", BELOW_ZERO,
+                         xl and "XL: trained with memory 32 (at 32) minus trained without (at 0)"))
         lines.append(row(f"2. (the same, both evaluated at memory {m})",
                          f"{poslab_style.label(enc)}: trained with memory {m} minus trained "
                          "without", paired(at_memory(with_m, m), at_memory(without, m)),
-                         "interval below 0", BELOW_ZERO))
+                         "interval below 0", BELOW_ZERO,
+                         xl and "XL: trained with memory 32 minus trained without, both at "
+                                "memory 32"))
     # 3. The ordering XL < Shaw < no recurrence < absolute, each in its training regime.
     xl, shaw, xl0 = lm(main, "transformer_xl", m), lm(main, "shaw", m), lm(main, "transformer_xl", 0)
     for claim, a, b in (("3. XL < Shaw (with recurrence)", at_memory(xl, m), at_memory(shaw, m)),
@@ -224,10 +240,20 @@ def state_reuse(study_dir):
             lines.append(row(f"4. a longer evaluation memory helps (XL, {depth})",
                              f"loss at memory {longer} minus at {m}",
                              paired(at_memory(losses, longer), at_memory(losses, m)),
-                             "below 0 agrees, above 0 disagrees", BELOW_ZERO))
+                             "below 0 agrees, above 0 disagrees", BELOW_ZERO,
+                             depth == "2 layers" and f"XL trained with memory 32: memory "
+                                                     f"{longer} minus memory 32"))
+    if conditions is None:
+        lines.append("| 4. (XL, 4 layers), 3. (half-loss absolute) and 6. (long_range) | the "
+                     "conditions study, experiments/state_reuse_conditions.toml, has not run yet | "
+                     "| not measured |")
     # 5. RECL (Appendix C): XL 700 > Shaw 400 > no recurrence 300 > vanilla 128.
     recl = recl_table(study_dir)
-    if recl is not None:
+    if recl is None:
+        lines.append("| 5. RECL: XL > Shaw > no recurrence > vanilla (700, 400, 300, 128) | not "
+                     "computed yet (notebooks/recl.py over the token losses of the protocol) | "
+                     "| not measured |")
+    else:
         values, groups = recl
         names = [("encoding.type-transformer_xl__memory.mem_len-32", "XL, memory 32"),
                  ("encoding.type-shaw__memory.mem_len-32", "Shaw, memory 32"),
@@ -238,9 +264,10 @@ def state_reuse(study_dir):
             got = values.get(key, [])
             if got:
                 shown = ", ".join(f"{'>=' if c else ''}{v}" for v, c in got)
-                parts.append(f"{label}: {float(np.mean([v for v, _ in got])):g} ({shown})")
+                parts.append(f"{label}: {shown}")
         lines.append(f"| 5. RECL: XL > Shaw > no recurrence > vanilla (700, 400, 300, 128) | "
-                     f"RECL in bytes, mean of {groups} seed groups (each seed): "
+                     f"RECL in bytes with contexts 0, 32, 64, 128, 256, one value per seed "
+                     f"group (>= : still gaining at the last pair, censored): "
                      f"{'; '.join(parts)} | reported, no rule | (reference) |")
     # 6. long_range: only a model with memory predicts beyond its segment.
     if conditions is not None:
@@ -265,7 +292,11 @@ def state_reuse(study_dir):
             else:
                 lines.append(f"| 6. (reference) | {measured}: {fmt(*without)} | | (reference) |")
     # 7. Fortunes: the early null result, budget or corpus?
-    if fortunes is not None:
+    if fortunes is None:
+        lines.append("| 7. fortunes: training with recurrence helps at 12,000 steps | the fortunes "
+                     "control, experiments/state_reuse_fortunes.toml, has not run yet | "
+                     "| not measured |")
+    else:
         for enc in ("transformer_xl", "shaw"):
             with_m, without = lm(fortunes, enc, m), lm(fortunes, enc, 0)
             lines.append(row(f"7. fortunes: training with recurrence helps "

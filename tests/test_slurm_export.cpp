@@ -193,7 +193,7 @@ TEST_CASE("slurm export: bad [slurm] tables and paths are refused before anythin
   CHECK_FALSE(fs::exists(scratch.path / "with space"));  // nothing written
 }
 
-TEST_CASE("--summary-only lists every run's status, writes the summary and runs nothing",
+TEST_CASE("poslab run --summary-only lists every run's status, writes the summary and runs nothing",
           "[slurm]") {
   ScratchDirectory scratch;
   TwoRunStudy two(scratch.path);
