@@ -362,6 +362,11 @@ exported_job_scripts() {
   fi
 }
 
+# finished_runs RESULTS_DIR: how many runs have eval.json (a run's last file).
+finished_runs() {
+  find "$1/runs" -mindepth 2 -maxdepth 2 -name eval.json | wc -l
+}
+
 # Compares two summary.csv files on every column but the provenance and timing ones; prints
 # the differences. Rows are matched by the columns that name a run's evaluation setting.
 compare_summaries() {
@@ -471,7 +476,7 @@ scenario_export_matches_local() {
   # Every run must have finished (eval.json is its last file) before `poslab run` is used to
   # write summary.csv: on a pending run it would train it here and hide the failure.
   local evals
-  evals=$(find "$results/runs" -mindepth 2 -maxdepth 2 -name eval.json | wc -l)
+  evals=$(finished_runs "$results")
   if ((evals != tasks)); then
     echo "FAIL: $tasks tasks completed but $evals runs have eval.json"
     return 1
@@ -486,7 +491,7 @@ scenario_export_matches_local() {
 
   # The export must have covered the whole study: as many tasks as runs done locally.
   local local_evals
-  local_evals=$(find "$local_results/runs" -mindepth 2 -maxdepth 2 -name eval.json | wc -l)
+  local_evals=$(finished_runs "$local_results")
   if ((local_evals != tasks)); then
     echo "FAIL: the study has $local_evals runs, the Slurm export ran $tasks"
     return 1
