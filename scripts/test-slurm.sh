@@ -7,7 +7,7 @@
 #   KEEP_WORK=1 bash scripts/test-slurm.sh        # keep the work directory (logs, results)
 #
 # Needs root (it installs Debian's Slurm and MUNGE packages if they are missing) and a built
-# poslab; it builds nothing. About a minute once the packages are installed.
+# poslab; it builds nothing. A few minutes once the packages are installed (two scenarios).
 #
 # How a one-node Slurm cluster fits together (the three daemons this script starts):
 #   munged     MUNGE, the authentication service: every Slurm message carries a credential
