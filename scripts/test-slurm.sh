@@ -558,6 +558,9 @@ scenario_cancel_reexport_resubmit() {
   echo "job $job after cancelling tasks 0 and 3:"
   job_states "$job" | awk '{ print "  " $1, $2, $3 }'
   [[ ! -f "$running/eval.json" ]] || { echo "FAIL: the cancelled task finished anyway"; return 1; }
+  # scancel sends SIGTERM first: the training finished its step and saved its state.
+  [[ -f "$running/resume/state.json" ]] ||
+    { echo "FAIL: the task cancelled mid-run saved no training state in $running/resume"; return 1; }
 
   "$POSLAB" "${args[@]}" --summary-only --out "$results" >"$WORK/summary-2b.txt" 2>&1
   cat "$WORK/summary-2b.txt"
@@ -580,6 +583,8 @@ scenario_cancel_reexport_resubmit() {
     grep -q "^$path $stamp\$" <<<"$(find "$results/runs" -name eval.json -printf '%p %T@\n')" ||
       { echo "FAIL: the resubmission rewrote $path"; return 1; }
   done <<<"$finished_before"
+  grep -q "^resumed after step " "$running.log" ||
+    { echo "FAIL: the run cancelled mid-run did not continue from its saved state"; return 1; }
   for log in "$results"/runs/*.log; do
     local trained
     trained=$(grep -c '^trained ' "$log" || true)

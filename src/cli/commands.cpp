@@ -29,7 +29,9 @@
 #include "train/memory_estimate.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
+#include "train/stop_request.hpp"
 #include "train/train.hpp"
+#include "train/training_state.hpp"
 
 namespace poslab {
 
@@ -239,10 +241,15 @@ bool claim_run_directory(const Config& cfg, ExistingRun existing, bool locked = 
                   << " is finished with this config (eval.json); nothing to do\n";
         return true;
       }
-      if (locked) {  // an unfinished run of this experiment: trained again from step 0
+      if (locked && has_training_state(dir)) {  // continued from its saved state
+        std::cout << "poslab train: " << cfg.out_dir
+                  << " holds an unfinished run of this config with a saved training state; "
+                     "continuing it\n";
+      } else if (locked) {  // an unfinished run of this experiment: trained again from step 0
         for (const fs::directory_entry& entry : fs::directory_iterator(dir)) fs::remove_all(entry);
         std::cout << "poslab train: " << cfg.out_dir
-                  << " held an unfinished run of this config; training it again from step 0\n";
+                  << " held an unfinished run of this config without a saved training state; "
+                     "training it again from step 0\n";
       }
       return false;
     }
@@ -306,13 +313,39 @@ int run_train(const Config& cfg, ExistingRun existing) {
             << provenance.threads << " threads (" << provenance.threads_from << ")\n";
   if (!corpus_description.empty()) std::cout << "  " << corpus_description << "\n";
 
+  // SIGTERM (Slurm's warning before the time limit, `poslab run` stopping) or SIGINT: the step
+  // in progress ends, the training state is saved, and `--resume` continues from it.
+  install_stop_handler();
+  const Resumable resumable{.run_dir = run.path(),
+                            .save_every = cfg.train.save_state_every,
+                            .from_saved_state = has_training_state(run.path()),
+                            .threads = provenance.threads};
+  if (resumable.from_saved_state)  // the rows after the saved step are logged again
+    drop_metrics_after(run.file("metrics.csv"), saved_steps_done(run.path()));
   MetricsLog metrics = run.metrics(training_metrics_columns());
-  const TrainReport report =
-      train_model(model, cfg, *train_source, valid_source.get(), &metrics, std::cout);
-
+  TrainReport report;
   nlohmann::json evaluations = nlohmann::json::array();
-  for (const EvalSetting& setting : evaluation_plan(cfg, independent_rows))
-    evaluations.push_back(evaluate_setting(model, cfg, setting));
+  try {
+    report = train_model(model, cfg, *train_source, valid_source.get(), &metrics, std::cout,
+                         &resumable);
+    for (const EvalSetting& setting : evaluation_plan(cfg, independent_rows)) {
+      if (const int signal = stop_requested()) {  // trained: save where it stands, then stop
+        save_training_state(run.path(), model,
+                            TrainingProgress{.steps_done = cfg.train.steps,
+                                             .logged_loss = report.final_train_loss,
+                                             .elapsed_seconds = report.seconds,
+                                             .threads = provenance.threads});
+        throw TrainingInterrupted(signal, cfg.train.steps,
+                                  std::string(strsignal(signal)) + " while evaluating; the "
+                                  "trained model is saved in " + run.file("resume").string());
+      }
+      evaluations.push_back(evaluate_setting(model, cfg, setting));
+    }
+  } catch (const TrainingInterrupted& stopped) {
+    std::cout << "poslab train: stopped: " << stopped.what() << "\ncontinue with: poslab train "
+              << "--config " << run.file("config.toml").string() << " --resume\n";
+    return 128 + stopped.signal;  // the shell's code for "ended by this signal"
+  }
 
   // The in-distribution gate: did the model learn what it was trained on?
   // A model trained on randomized positions is gated where it was trained: with sampled ones.
@@ -361,6 +394,7 @@ int run_train(const Config& cfg, ExistingRun existing) {
   if (!std::isnan(bigram)) result["bigram_loss"] = bigram;
   if (!corpus_description.empty()) result["corpus"] = corpus_description;
   run.write_json("eval.json", result);  // written last: marks the run as finished
+  remove_training_state(run.path());     // checkpoint/ holds the trained parameters
   if (!std::isnan(unigram) && main_eval["loss"].is_number())
     std::cout << std::fixed << std::setprecision(4) << "evaluation loss ("
               << cfg.eval.split << ") " << main_eval["loss"].get<double>() << " nats/byte = "

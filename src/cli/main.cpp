@@ -236,7 +236,9 @@ int run(int argc, char** argv) {
       "of refusing");
   train->add_flag("--resume", args.resume,
                   "If the run directory holds a run of the same config: finished, do nothing "
-                  "(exit 0); unfinished, train it again from step 0. Another config is refused")
+                  "(exit 0); unfinished, continue from its saved training state (resume/, "
+                  "bit-identical to an uninterrupted run), or train it again from step 0 if it "
+                  "has none. Another config is refused")
       ->excludes(force);
   train->footer(
       "Writes into the run directory (out_dir): config.toml (the fully resolved config),\n"
@@ -247,6 +249,10 @@ int run(int argc, char** argv) {
       "--resume finishes the same experiment (what `poslab run --export` uses). A directory\n"
       "being written by another poslab process (it holds the directory's lock) is never\n"
       "touched.\n"
+      "Stopping: the training state (parameters, Adam's moments, memory, random generator) is\n"
+      "saved to resume/ every train.save_state_every steps (default 1000) and when SIGTERM or\n"
+      "SIGINT arrives (the step in progress finishes first; exit code 128 + signal). --resume\n"
+      "continues from it to the same result as an uninterrupted run (same thread count).\n"
       "Example:\n"
       "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
       "encoding.clip_k=8 --out runs/shaw-k8");

@@ -75,6 +75,10 @@ struct TrainConfig {
   int eval_every = 0;         // 0 = only at the end
   int eval_batches = 32;      // validation batches of the evaluations *during* training (eval_every)
   int threads = 0;            // BLAS/OpenMP threads, 0 = all cores
+  // Steps between saves of the training state (RUN/resume/) that `poslab train --resume`
+  // continues from; also saved after the last step and when stopped by SIGTERM or SIGINT.
+  // 0 = only when stopped. It changes nothing in what a run computes.
+  int save_state_every = 1000;
   // Randomized positions (Ruoss et al. 2023): in training, the positions of a segment are a
   // sorted random sample of distinct integers from [0, max_position) instead of 0..L-1, so the
   // model meets large positions and distances during training; evaluation stays contiguous.

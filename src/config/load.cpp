@@ -415,6 +415,7 @@ const std::vector<Field>& schema() {
       KEY(train, eval_every, at_least(0)),
       KEY(train, eval_batches, at_least(0)),
       KEY(train, threads, at_least(0)),
+      KEY(train, save_state_every, at_least(0)),
       KEY(train, randomized_positions, anything()),
       KEY(train, max_position, at_least(1)),
 
@@ -864,10 +865,11 @@ std::string config_to_toml(const Config& config) {
 namespace {
 
 // A config as TOML, without what may differ between two runs of the same experiment: where it
-// was written and how many threads computed it.
+// was written, how many threads computed it and how often it saved its training state.
 std::string comparable_toml(Config config) {
   config.out_dir = "-";
   config.train.threads = 0;
+  config.train.save_state_every = 0;
   return config_to_toml(config);
 }
 

@@ -62,6 +62,8 @@ class ParameterArena {
   const T* grads() const { return storage_.data() + count_; }
   T* adam_m() { return storage_.data() + 2 * count_; }
   T* adam_v() { return storage_.data() + 3 * count_; }
+  const T* adam_m() const { return storage_.data() + 2 * count_; }
+  const T* adam_v() const { return storage_.data() + 3 * count_; }
 
   void zero_grads() { std::fill(grads(), grads() + count_, T(0)); }
 

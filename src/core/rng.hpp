@@ -4,9 +4,13 @@
 // because std::normal_distribution is allowed to differ between standard libraries.
 #pragma once
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <sstream>
+#include <stdexcept>
+#include <string>
 
 namespace poslab {
 
@@ -37,6 +41,25 @@ class Rng {
 
   // A new independent stream, e.g. one per task or per data split.
   Rng split() { return Rng(engine_() ^ 0x9E3779B97F4A7C15ULL); }
+
+  // The whole state as text (the engine's 312 words, then the kept normal value's bits), so a
+  // resumed training continues the very same stream (train/training_state.hpp).
+  std::string state() const {
+    std::ostringstream out;
+    out << engine_ << ' ' << has_spare_ << ' ' << std::bit_cast<std::uint64_t>(spare_);
+    return out.str();
+  }
+  void restore(const std::string& state) {
+    std::istringstream in(state);
+    std::mt19937_64 engine;
+    bool has_spare = false;
+    std::uint64_t spare_bits = 0;
+    if (!(in >> engine >> has_spare >> spare_bits) || !(in >> std::ws).eof())
+      throw std::invalid_argument("not a random-number generator state");
+    engine_ = engine;
+    has_spare_ = has_spare;
+    spare_ = std::bit_cast<double>(spare_bits);
+  }
 
  private:
   std::mt19937_64 engine_;

@@ -130,6 +130,20 @@ class Block {
   }
   int memory_rows() const { return mem_rows_; }
   int memory_batch() const { return batch_; }
+  // Saving and restoring the memory (resumable training): `rows` [B, memory_rows(), d] in use.
+  void copy_memory_to(T* rows) const {
+    for (int b = 0; b < batch_; ++b)
+      std::copy_n(mem_.data() + long(b) * mem_.shape(1) * d_, long(mem_rows_) * d_,
+                  rows + long(b) * mem_rows_ * d_);
+  }
+  void restore_memory(int B, int mem_len, int rows_in_use, const T* rows) {
+    ensure_shape(mem_, {std::size_t(B), std::size_t(mem_len), std::size_t(d_)});
+    for (int b = 0; b < B; ++b)
+      std::copy_n(rows + long(b) * rows_in_use * d_, long(rows_in_use) * d_,
+                  mem_.data() + long(b) * mem_len * d_);
+    mem_rows_ = rows_in_use;
+    batch_ = B;
+  }
 
  private:
   static std::string prefix(int layer) { return "layer" + std::to_string(layer) + "."; }

@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "config/config.hpp"
@@ -164,6 +166,40 @@ class TransformerLM {
     const bool was = randomized_;
     randomized_ = on && position_rng_ != nullptr;
     return was;
+  }
+
+  // The state a training carries from step to step besides the parameters and Adam's moments
+  // (resumable training, train/training_state.hpp): every layer's memory and the generator of
+  // randomized positions.
+  struct CarriedState {
+    int batch = 0, rows = 0;       // memory [n_layers, batch, rows, d]
+    std::vector<T> memory;
+    std::string position_rng;      // empty without randomized positions
+  };
+  CarriedState carried_state() const {
+    CarriedState s;
+    if (!blocks_.empty()) s.batch = blocks_[0]->memory_batch(), s.rows = blocks_[0]->memory_rows();
+    const long per_layer = long(s.batch) * s.rows * cfg_.d_model;
+    s.memory.resize(per_layer * blocks_.size());
+    for (std::size_t n = 0; n < blocks_.size(); ++n)
+      blocks_[n]->copy_memory_to(s.memory.data() + n * per_layer);
+    if (position_rng_) s.position_rng = position_rng_->state();
+    return s;
+  }
+  void restore_carried_state(const CarriedState& s) {
+    const long per_layer = long(s.batch) * s.rows * cfg_.d_model;
+    if (s.memory.size() != std::size_t(per_layer) * blocks_.size() || s.rows > memory_cfg_.mem_len)
+      throw std::invalid_argument("a memory of " + std::to_string(s.rows) + " rows (" +
+                                  std::to_string(s.memory.size()) + " values) does not fit this "
+                                  "model (memory.mem_len = " + std::to_string(memory_cfg_.mem_len) + ")");
+    if (s.position_rng.empty() != (position_rng_ == nullptr))
+      throw std::invalid_argument("the saved state and the model disagree on randomized positions");
+    std::optional<Rng> rng;  // parsed before anything changes
+    if (position_rng_) (rng = *position_rng_)->restore(s.position_rng);
+    for (std::size_t n = 0; n < blocks_.size(); ++n)
+      blocks_[n]->restore_memory(s.batch, memory_cfg_.mem_len, s.rows,
+                                 s.memory.data() + n * per_layer);
+    if (rng) *position_rng_ = *rng;
   }
 
   // Memory length used from now on (evaluation may use another one than training).

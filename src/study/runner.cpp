@@ -112,7 +112,7 @@ void print_status(const Study& study, const std::vector<PlannedRun>& runs,
   if (auto n = counts[RunStatus::running])
     out << ", " << n << " running (a live `poslab train` holds them; never touched)";
   if (auto n = counts[RunStatus::incomplete])
-    out << ", " << n << " incomplete (interrupted or failed: deleted and rerun by `poslab run`)";
+    out << ", " << n << " incomplete (interrupted or failed: `poslab run` continues them)";
   if (auto n = counts[RunStatus::stale])
     out << ", " << n << " stale (made with another config: delete them or use --out)";
   out << ". " << how << "\n";
@@ -606,10 +606,11 @@ Writes into the results directory (results/NAME, results/NAME-smoke with --smoke
   --export commands: commands.txt. --export slurm: slurm/<time>/ (commands.txt, array-K.sh
   job arrays, submit.sh, logs/), pinned: a later export never changes what a queued task runs;
   slurm/header.sh holds your own #SBATCH lines and is never overwritten.
-Resumable: finished runs (with eval.json) are skipped; interrupted ones are deleted and rerun.
+Resumable: finished runs (with eval.json) are skipped; interrupted ones continue from their
+saved training state (resume/, every train.save_state_every steps and on Ctrl-C/SIGTERM).
 A run another process is training (it holds the run directory's lock) is never touched.
 A failed run is reported with its log and the others go on; the exit code is then 1.
-Ctrl-C stops the running runs (they rerun next time); exit code 130.
+Ctrl-C stops the running runs after their current step (they continue next time); exit code 130.
 Example:
   poslab run experiments/state_reuse.toml --dry-run
   poslab run experiments/state_reuse.toml --smoke

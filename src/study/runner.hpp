@@ -21,7 +21,8 @@
 // How it runs:
 // - Every run's config is resolved before anything starts; a bad study writes nothing.
 // - Resuming: a run whose directory is complete (has eval.json) is skipped; a directory without
-//   eval.json is an interrupted run: it is deleted and run again. A finished run made with a
+//   eval.json is an interrupted run: with the same config it is continued from its saved
+//   training state (`train --resume`, resume/), otherwise deleted and run again. A finished run made with a
 //   different config than the study now gives is an error (delete it, or use --out), never
 //   silently reused.
 // - Each child is `POSLAB train --config configs/<run>.toml --set train.threads=T` with
@@ -29,8 +30,9 @@
 //   /proc/self/exe: the very binary that is running, even if it is rebuilt meanwhile.
 // - A failed run (non-zero exit) is reported with its log and the study goes on; the exit code
 //   is 1 at the end if any run failed.
-// - Ctrl-C (SIGINT) or SIGTERM is forwarded to the running children; their directories stay
-//   incomplete and are run again next time. Exit code 130 (143 for SIGTERM).
+// - Ctrl-C (SIGINT) or SIGTERM is forwarded to the running children, which finish their step,
+//   save their training state and stop; the next `poslab run` continues them. Exit code 130
+//   (143 for SIGTERM).
 // - Only one `poslab run` at a time may use a results directory (a lock file, results/.../.lock).
 #pragma once
 

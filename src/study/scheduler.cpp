@@ -16,10 +16,12 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <iostream>
 #include <stdexcept>
 #include <thread>
 
+#include "config/load.hpp"
 #include "train/run_dir.hpp"
 
 extern char** environ;
@@ -52,6 +54,25 @@ std::string format_duration(double seconds) {
   else if (s < 3600) std::snprintf(text, sizeof text, "%ldm%02lds", s / 60, s % 60);
   else std::snprintf(text, sizeof text, "%ldh%02ldm", s / 3600, (s % 3600) / 60);
   return text;
+}
+
+// Does `dir` hold an unfinished run of `run`'s experiment (its config.toml, read as the
+// trainer reads it, differs in nothing that changes a result)? Such a run is continued, not
+// deleted: `train --resume` picks up its saved training state.
+bool same_experiment_in(const fs::path& dir, const PlannedRun& run) {
+  if (!fs::is_directory(dir) || !fs::exists(dir / "config.toml")) return false;
+  try {
+    return experiment_difference(load_config((dir / "config.toml").string()), run.config).empty();
+  } catch (const std::exception&) {  // unreadable: nothing worth continuing
+    return false;
+  }
+}
+
+// Appends one line to a log file (created if missing).
+void append_line(const fs::path& file, const std::string& line) {
+  std::ofstream out(file, std::ios::app);
+  out << line << "\n";
+  if (!out) throw std::runtime_error("cannot append to " + file.string());
 }
 
 // The cores this process may run on (taskset and cgroup cpusets included).
@@ -183,7 +204,7 @@ class Scheduler {
       signals.wait(1000);
       if (signals.interrupted_by() && !forwarded) {
         out_ << "interrupted (" << strsignal(signals.interrupted_by()) << "): stopping "
-             << running_.size() << " running run(s); they stay incomplete and rerun next time"
+             << running_.size() << " running run(s); they save their state and continue next time"
              << std::endl;
         for (const Child& child : running_) ::kill(child.pid, signals.interrupted_by());
         forwarded = true;
@@ -213,16 +234,24 @@ class Scheduler {
       if (is_being_trained(dir))
         throw std::runtime_error(dir.string() + " is being written by another poslab process; "
                                  "not started (run the study again once it has finished)");
-      fs::remove_all(dir);  // what an interrupted run left behind
+      // An interrupted run of this very experiment is continued from its saved training state
+      // (`train --resume`; without a state it is trained again from step 0); what another
+      // experiment or a broken run left behind is deleted.
+      const bool continued = same_experiment_in(dir, run);
+      if (!continued) fs::remove_all(dir);
       fs::create_directories(dir.parent_path());
       write_config_file(run, layout_);
-      const std::vector<std::string> args = train_arguments(run, layout_, shown_as_, threads_);
+      std::vector<std::string> args = train_arguments(run, layout_, shown_as_, threads_);
+      args.push_back("--resume");
       std::string command;
       for (const std::string& a : args) {
         if (!command.empty()) command += ' ';
         command += shell_quote(a);
       }
-      write_file_atomically(layout_.log_file(run), "# " + command + "\n");
+      if (continued)  // the log of the interrupted part stays; the new part follows it
+        append_line(layout_.log_file(run), "# " + command);
+      else
+        write_file_atomically(layout_.log_file(run), "# " + command + "\n");
       running_.push_back({spawn_child(executable_, args, layout_.log_file(run)), index, Clock::now()});
       out_ << "[start] " << run.id << "  -> " << dir.string() << "\n";
     } catch (const std::exception& e) {
@@ -258,7 +287,7 @@ class Scheduler {
       out_ << "[done] " << run.id << " in " << format_duration(seconds) << "\n";
       update_summary();
     } else if (interrupted) {
-      out_ << "[stopped] " << run.id << " (incomplete; reruns next time)\n";
+      out_ << "[stopped] " << run.id << " (incomplete; continues next time)\n";
     } else {
       seconds_finished_ += seconds, ++count_finished_;
       const std::string why = WIFEXITED(status) && WEXITSTATUS(status) == 0

@@ -94,10 +94,7 @@ void check_allocated(const ParameterArena<float>& arena) {
 void save_checkpoint(const fs::path& run_dir, const ParameterArena<float>& arena) {
   check_allocated(arena);
   const fs::path final_dir = run_dir / "checkpoint";
-  const fs::path partial_dir = run_dir / "checkpoint.partial";
-  const fs::path old_dir = run_dir / "checkpoint.old";
-  fs::remove_all(partial_dir);  // left over from an interrupted save
-  fs::create_directories(partial_dir);
+  const fs::path partial_dir = begin_directory(final_dir);
 
   nlohmann::json parameters = nlohmann::json::array();
   std::map<std::string, int> seen;
@@ -117,24 +114,17 @@ void save_checkpoint(const fs::path& run_dir, const ParameterArena<float>& arena
   // The manifest last: a directory with a manifest holds every file it lists.
   write_file_atomically(partial_dir / "manifest.json", manifest.dump(2) + "\n");
 
-  // Swap the new checkpoint in. Between the two renames only checkpoint.old exists;
-  // load_checkpoint falls back to it, so a crash at any point leaves a loadable checkpoint.
-  fs::remove_all(old_dir);
-  if (fs::exists(final_dir)) fs::rename(final_dir, old_dir);
-  fs::rename(partial_dir, final_dir);
-  fs::remove_all(old_dir);
+  publish_directory(final_dir);  // a crash at any point leaves a loadable checkpoint
 }
 
 bool has_checkpoint(const fs::path& run_dir) {
-  return fs::exists(run_dir / "checkpoint" / "manifest.json") ||
-         fs::exists(run_dir / "checkpoint.old" / "manifest.json");
+  return complete_directory(run_dir / "checkpoint", "manifest.json").has_value();
 }
 
 void load_checkpoint(const fs::path& run_dir, ParameterArena<float>& arena) {
   check_allocated(arena);
-  fs::path dir = run_dir / "checkpoint";
-  if (!fs::exists(dir / "manifest.json") && fs::exists(run_dir / "checkpoint.old" / "manifest.json"))
-    dir = run_dir / "checkpoint.old";  // a save was interrupted between its two renames
+  const fs::path dir =
+      complete_directory(run_dir / "checkpoint", "manifest.json").value_or(run_dir / "checkpoint");
   const std::string where = "checkpoint " + dir.string();
   if (!fs::exists(dir / "manifest.json")) throw CheckpointError(where + ": no manifest.json");
 

@@ -67,6 +67,32 @@ void write_file_atomically(const fs::path& file, std::string_view bytes) {
   }
 }
 
+namespace {
+fs::path with_suffix(const fs::path& dir, const char* suffix) { return dir.string() + suffix; }
+}  // namespace
+
+fs::path begin_directory(const fs::path& final_dir) {
+  const fs::path partial = with_suffix(final_dir, ".partial");
+  fs::remove_all(partial);  // left over from an interrupted save
+  fs::create_directories(partial);
+  return partial;
+}
+
+void publish_directory(const fs::path& final_dir) {
+  const fs::path old_dir = with_suffix(final_dir, ".old");
+  fs::remove_all(old_dir);
+  if (fs::exists(final_dir)) fs::rename(final_dir, old_dir);
+  fs::rename(with_suffix(final_dir, ".partial"), final_dir);
+  fs::remove_all(old_dir);
+}
+
+std::optional<fs::path> complete_directory(const fs::path& final_dir, const std::string& marker) {
+  if (fs::exists(final_dir / marker)) return final_dir;
+  const fs::path old_dir = with_suffix(final_dir, ".old");  // a swap was interrupted
+  if (fs::exists(old_dir / marker)) return old_dir;
+  return std::nullopt;
+}
+
 // ---------------------------------------------------------------------------------------------
 // MetricsLog
 // ---------------------------------------------------------------------------------------------

@@ -28,6 +28,15 @@ namespace poslab {
 // removing the temporary file.
 void write_file_atomically(const std::filesystem::path& file, std::string_view bytes);
 
+// Directories that appear all at once (checkpoint/, resume/): the files are written into
+// `final_dir`.partial/, which is then swapped in. Between the two renames of the swap only
+// `final_dir`.old exists, so a crash at any point leaves one complete directory to read.
+std::filesystem::path begin_directory(const std::filesystem::path& final_dir);   // -> .partial, empty
+void publish_directory(const std::filesystem::path& final_dir);                  // .partial -> final
+// The complete directory to read: `final_dir`, else `final_dir`.old, if it holds `marker`.
+std::optional<std::filesystem::path> complete_directory(const std::filesystem::path& final_dir,
+                                                        const std::string& marker);
+
 // Appends rows to a CSV file, one flushed line per call, so that a plot can read it while the run
 // is still going. The header is written when the file is new; an existing file is appended to if
 // its header names the same columns (a resumed run), and refused otherwise.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <cmath>
 #include <iomanip>
 #include <ostream>
@@ -14,6 +15,8 @@
 #include "data/corpus.hpp"
 #include "train/evaluate.hpp"
 #include "train/optimizer.hpp"
+#include "train/stop_request.hpp"
+#include "train/training_state.hpp"
 
 namespace poslab {
 
@@ -66,7 +69,8 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
 }
 
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSource& train,
-                        BatchSource* valid, MetricsLog* metrics, std::ostream& out) {
+                        BatchSource* valid, MetricsLog* metrics, std::ostream& out,
+                        const Resumable* resumable) {
   const TrainConfig& tc = cfg.train;
   const int B = train.batch(), L = train.len();
   Batch batch;
@@ -80,12 +84,27 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
 
   TrainReport report;
   report.losses.reserve(std::min(tc.steps, 1 << 20));  // not 2^31 doubles up front
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  double interval_loss = 0;
-  int interval_steps = 0;
   model.reset_memory();
-  for (int step = 0; step < tc.steps; ++step) {
+  TrainingProgress resumed;  // step 0, or where a saved state left off
+  if (resumable && resumable->from_saved_state) {
+    resumed = load_training_state(resumable->run_dir, model);  // values, moments, memory, rng
+    for (int step = 0; step < resumed.steps_done; ++step) train.next(batch);  // data position
+    out << "resumed after step " << resumed.steps_done << " of " << tc.steps << " from "
+        << (resumable->run_dir / "resume").string() << std::endl;
+    if (resumed.threads != resumable->threads)
+      out << "warning: the saved state was computed with " << resumed.threads
+          << " threads, this run has " << resumable->threads
+          << ": the result can differ from an uninterrupted run's in the last digits" << std::endl;
+  }
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now() - std::chrono::duration_cast<clock::duration>(
+                                        std::chrono::duration<double>(resumed.elapsed_seconds));
+  auto seconds_since_start = [&] { return std::chrono::duration<double>(clock::now() - start).count(); };
+  double interval_loss = resumed.interval_loss;
+  int interval_steps = resumed.interval_steps;
+  report.final_train_loss = resumed.logged_loss;
+
+  for (int step = resumed.steps_done; step < tc.steps; ++step) {
     train.next(batch);
     if (batch.first_of_pass) model.reset_memory();  // no left context to remember
     const std::int64_t offset = cfg.memory.continue_positions ? batch.start : 0;
@@ -119,31 +138,53 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
     const bool last = step + 1 == tc.steps;
     const bool log_now = last || (tc.log_every > 0 && (step + 1) % tc.log_every == 0);
     const bool eval_now = tc.eval_every > 0 && (step + 1) % tc.eval_every == 0 && !last;
-    if (!log_now && !eval_now) continue;
-
-    const auto now = clock::now();
-    const double elapsed = std::chrono::duration<double>(now - start).count();
-    const double tok_s = double(step + 1) * B * L / elapsed;
-    const double eta = elapsed / (step + 1) * (tc.steps - step - 1);
-    double valid_loss = std::nan("");
-    if (eval_now && valid) {
-      valid_loss =
-          evaluate(model, *valid, tc.eval_batches, cfg.memory.mem_len, cfg.memory.continue_positions)
-              .loss;
-      model.reset_memory();  // evaluation used the memory; restart the training stream's
+    if (log_now || eval_now) {
+      const double elapsed = seconds_since_start();
+      const double tok_s = double(step + 1 - resumed.steps_done) * B * L /
+                           (elapsed - resumed.elapsed_seconds);  // of this process
+      const double eta = (elapsed - resumed.elapsed_seconds) / (step + 1 - resumed.steps_done) *
+                         (tc.steps - step - 1);
+      double valid_loss = std::nan("");
+      if (eval_now && valid) {
+        valid_loss = evaluate(model, *valid, tc.eval_batches, cfg.memory.mem_len,
+                              cfg.memory.continue_positions)
+                         .loss;
+        model.reset_memory();  // evaluation used the memory; restart the training stream's
+      }
+      const double mean_loss = interval_loss / interval_steps;
+      report.final_train_loss = mean_loss;
+      out << "step " << std::setw(6) << step + 1 << "/" << tc.steps << " | loss " << std::fixed
+          << std::setprecision(4) << mean_loss << " | lr " << std::scientific
+          << std::setprecision(2) << lr << std::fixed << " | " << std::setprecision(0) << tok_s
+          << " tok/s | " << format_duration(elapsed) << " elapsed, ETA " << format_duration(eta);
+      if (eval_now) out << " | valid " << std::setprecision(4) << valid_loss;
+      out << std::endl;
+      if (metrics)
+        metrics->append({step + 1, lr, mean_loss, grad_norm, tok_s, elapsed, valid_loss});
+      interval_loss = 0;
+      interval_steps = 0;
     }
-    const double mean_loss = interval_loss / interval_steps;
-    report.final_train_loss = mean_loss;
-    out << "step " << std::setw(6) << step + 1 << "/" << tc.steps << " | loss " << std::fixed
-        << std::setprecision(4) << mean_loss << " | lr " << std::scientific
-        << std::setprecision(2) << lr << std::fixed << " | " << std::setprecision(0) << tok_s
-        << " tok/s | " << format_duration(elapsed) << " elapsed, ETA " << format_duration(eta);
-    if (eval_now) out << " | valid " << std::setprecision(4) << valid_loss;
-    out << std::endl;
-    if (metrics)
-      metrics->append({step + 1, lr, mean_loss, grad_norm, tok_s, elapsed, valid_loss});
-    interval_loss = 0;
-    interval_steps = 0;
+
+    // Resumable training: save at the end of a step, so the state never mixes two steps.
+    if (!resumable) continue;
+    const int stop_signal = stop_requested();
+    const bool save_now = stop_signal != 0 ||
+                          (resumable->save_every > 0 &&
+                           ((step + 1) % resumable->save_every == 0 || last));
+    if (!save_now) continue;
+    save_training_state(resumable->run_dir, model,
+                        TrainingProgress{.steps_done = step + 1,
+                                         .interval_loss = interval_loss,
+                                         .interval_steps = interval_steps,
+                                         .logged_loss = report.final_train_loss,
+                                         .elapsed_seconds = seconds_since_start(),
+                                         .threads = resumable->threads});
+    if (stop_signal)
+      throw TrainingInterrupted(stop_signal, step + 1,
+                                std::string(strsignal(stop_signal)) + " after step " +
+                                    std::to_string(step + 1) + " of " + std::to_string(tc.steps) +
+                                    "; the training state is saved in " +
+                                    (resumable->run_dir / "resume").string());
   }
   // The loss above is computed before each update: the last update can still break the model
   // (train.lr = 2^31 trained two steps "fine" and evaluated to a NaN loss).
@@ -154,7 +195,7 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
                                " after step " + std::to_string(tc.steps) +
                                " (try a lower train.lr or train.grad_clip)");
   report.steps = tc.steps;
-  report.seconds = std::chrono::duration<double>(clock::now() - start).count();
+  report.seconds = seconds_since_start();
   report.tokens_per_second = double(tc.steps) * B * L / report.seconds;
   return report;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -21,11 +22,25 @@ struct TrainReport {
   std::vector<double> losses;    // every step's training loss (the loss curve)
 };
 
+// Training that can be stopped and continued (train/training_state.hpp, train/stop_request.hpp).
+struct Resumable {
+  std::filesystem::path run_dir;  // the state goes to run_dir/resume/
+  int save_every = 0;             // steps between saves (and after the last); 0 = only when stopped
+  bool from_saved_state = false;  // continue from run_dir/resume/ instead of step 0
+  int threads = 0;                // recorded with the state
+};
+
 // Trains an initialised model for cfg.train.steps steps on batches from `train`. Every
 // log_every steps prints a progress line to `out` (step, loss, lr, tokens/s, ETA) and appends a
 // row to `metrics` (if not null); every eval_every steps (if > 0) also evaluates on `valid`.
+//
+// With `resumable`, the training state is saved every save_every steps, and a stop request
+// (SIGTERM, SIGINT; stop_request.hpp) ends the step in progress, saves the state and throws
+// TrainingInterrupted. A run continued from its saved state ends bit-identical to one that was
+// never stopped (same thread count).
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSource& train,
-                        BatchSource* valid, MetricsLog* metrics, std::ostream& out);
+                        BatchSource* valid, MetricsLog* metrics, std::ostream& out,
+                        const Resumable* resumable = nullptr);
 
 // The same on a token stream (a corpus split), cut into cfg.train.batch_size rows.
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
