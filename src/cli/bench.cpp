@@ -2,6 +2,7 @@
 // on this machine.
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iomanip>
@@ -13,6 +14,7 @@
 #include "core/provenance.hpp"
 #include "core/rng.hpp"
 #include "model/flops.hpp"
+#include "model/products.hpp"
 #include "encodings/registry.hpp"
 #include "model/transformer.hpp"
 #include "train/run_dir.hpp"
@@ -24,48 +26,124 @@ namespace poslab {
 
 namespace {
 
-// GFLOP/s of a square sgemm of size n, the practical ceiling for dense work here.
-double measure_sgemm_gflops(int n, int repeats) {
-  std::vector<float> a(std::size_t(n) * n, 1.0f), b(a), c(a);
-  parallel_gemm<float>(Trans::No, Trans::No, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-  const auto start = std::chrono::steady_clock::now();
-  for (int r = 0; r < repeats; ++r)
-    parallel_gemm<float>(Trans::No, Trans::No, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
-                n);
-  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return 2.0 * n * n * n * repeats / s / 1e9;
+// Repeated measurements, summarized: the machine is shared and single figures move by 10%.
+Spread spread_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return {values.front(), values[values.size() / 2], values.back()};
+}
+
+// Random tokens for `steps` training steps of batch B and segment L (speed does not depend on
+// the text).
+std::vector<std::int32_t> random_tokens(const Config& cfg, int steps) {
+  Rng rng(cfg.train.seed);
+  std::vector<std::int32_t> tokens(std::size_t(cfg.train.batch_size) *
+                                   (std::size_t(cfg.train.seq_len) * (steps + 4) + 1));
+  for (auto& t : tokens) t = std::int32_t(rng.below(cfg.model.vocab_size));
+  return tokens;
+}
+
+// Trains `model` for `steps` steps (memory reset at the start, as every training starts).
+TrainReport train_steps(TransformerLM<float>& model, Config cfg, int steps,
+                        const std::vector<std::int32_t>& tokens) {
+  std::ostringstream quiet;
+  cfg.train.log_every = 0;
+  cfg.train.eval_every = 0;
+  cfg.train.steps = steps;
+  return train_model(model, cfg, tokens, {}, nullptr, quiet);
 }
 
 }  // namespace
 
-BenchResult bench_training(const Config& base, int steps) {
-  Config cfg = base;
+BenchResult bench_training(const Config& cfg, int steps, int repetitions) {
   const int B = cfg.train.batch_size, L = cfg.train.seq_len;
-  // Random bytes: throughput does not depend on the text.
-  Rng rng(cfg.train.seed);
-  std::vector<std::int32_t> tokens(std::size_t(B) * (L * (steps + 4) + 1));
-  for (auto& t : tokens) t = std::int32_t(rng.below(cfg.model.vocab_size));
+  const std::vector<std::int32_t> tokens = random_tokens(cfg, steps);
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   model.init(cfg.train.seed);
-  std::ostringstream quiet;
-  cfg.train.log_every = 0;
-  cfg.train.eval_every = 0;
-  cfg.train.steps = 3;  // warm-up: buffers are allocated on the first step
-  train_model(model, cfg, tokens, {}, nullptr, quiet);
-  cfg.train.steps = steps;
-  const TrainReport r = train_model(model, cfg, tokens, {}, nullptr, quiet);
+  train_steps(model, cfg, 3, tokens);  // warm-up: buffers are allocated on the first steps
+
+  // The FLOPs of one step with its memory full: two steps counted, minus one (a training
+  // starts without memory).
+  count_gemm_flops(true);
+  train_steps(model, cfg, 2, tokens);
+  const std::uint64_t two_steps = counted_gemm_flops();
+  count_gemm_flops(true);
+  train_steps(model, cfg, 1, tokens);
+  const std::uint64_t first_step = counted_gemm_flops();
+  count_gemm_flops(false);
+
   BenchResult out;
-  out.tokens_per_second = r.tokens_per_second;
-  out.flops_per_token = training_flops_per_token(cfg.model, L, cfg.memory.mem_len);
-  out.gflops = out.tokens_per_second * out.flops_per_token / 1e9;
+  out.flops_per_token = double(two_steps - first_step) / (double(B) * L);
+  out.model_flops_per_token = training_flops_per_token(cfg.model, L, cfg.memory.mem_len);
+  std::vector<double> rates;
+  for (int r = 0; r < repetitions; ++r)
+    rates.push_back(train_steps(model, cfg, steps, tokens).tokens_per_second);
+  out.tokens_per_second = spread_of(rates);
+  out.gflops = {out.tokens_per_second.min * out.flops_per_token / 1e9,
+                out.tokens_per_second.median * out.flops_per_token / 1e9,
+                out.tokens_per_second.max * out.flops_per_token / 1e9};
   return out;
 }
+
+Spread measure_ceiling(const Config& cfg, int repetitions) {
+  const std::vector<MatrixProduct> products = training_products(
+      cfg.model, cfg.train.batch_size, cfg.train.seq_len, cfg.memory.mem_len);
+  const int threads = omp_get_max_threads();
+  // Operands of each product, filled with small values (speed does not depend on them); the
+  // per-head products get one output per thread.
+  struct Operands {
+    std::vector<float> a, b, c;
+  };
+  std::vector<Operands> operands;
+  double flops = 0;
+  for (const MatrixProduct& p : products) {
+    const std::size_t outputs = p.per_head ? threads : 1;
+    operands.push_back({std::vector<float>(std::size_t(p.m) * p.k, 0.01f),
+                        std::vector<float>(std::size_t(p.k) * p.n, 0.01f),
+                        std::vector<float>(std::size_t(p.m) * p.n * outputs, 0.0f)});
+    flops += p.flops();
+  }
+  auto run_all = [&] {
+    for (std::size_t i = 0; i < products.size(); ++i) {
+      const MatrixProduct& p = products[i];
+      Operands& o = operands[i];
+      if (p.per_head) {
+#pragma omp parallel for schedule(static)
+        for (long r = 0; r < p.count; ++r)
+          gemm<float>(Trans::No, Trans::No, p.m, p.n, p.k, 1.0f, o.a.data(), p.k, o.b.data(), p.n,
+                      0.0f, o.c.data() + std::size_t(omp_get_thread_num()) * p.m * p.n, p.n);
+      } else {
+        for (long r = 0; r < p.count; ++r)
+          parallel_gemm<float>(Trans::No, Trans::No, p.m, p.n, p.k, 1.0f, o.a.data(), p.k,
+                               o.b.data(), p.n, 0.0f, o.c.data(), p.n);
+      }
+    }
+  };
+  run_all();  // warm-up
+  std::vector<double> rates;
+  for (int r = 0; r < repetitions; ++r) {
+    const auto start = std::chrono::steady_clock::now();
+    run_all();
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    rates.push_back(flops / s / 1e9);
+  }
+  return spread_of(rates);
+}
+
+namespace {
+std::string format_spread(const Spread& s, int precision) {
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(precision) << s.median << " (min " << s.min << ", max "
+    << s.max << ")";
+  return o.str();
+}
+}  // namespace
 
 int run_bench(const Config& cfg, int steps) {
   check_memory(cfg, cfg.train.batch_size, cfg.train.seq_len, cfg.memory.mem_len,
                /*training=*/true, "bench (train.batch_size, train.seq_len, memory.mem_len)");
   set_threads(cfg.train.threads);
   const ModelConfig& m = cfg.model;
+  constexpr int kRepetitions = 5;
   std::cout << "poslab bench: d_model " << m.d_model << ", " << m.n_layers << " layers, "
             << m.n_heads << " heads, d_inner " << m.d_inner << ", vocab " << m.vocab_size
             << ", segment " << cfg.train.seq_len << ", batch " << cfg.train.batch_size
@@ -73,17 +151,21 @@ int run_bench(const Config& cfg, int steps) {
             << omp_get_max_threads() << " threads\n"
             << "build:     " << build_flags() << " at " << build_commit()
             << (build_dirty() ? "-dirty" : "") << " (compare speeds within one build)\n";
-  const double sgemm = measure_sgemm_gflops(512, 40);
-  const BenchResult r = bench_training(cfg, steps);
-  std::cout << std::fixed << std::setprecision(0)
-            << "training:  " << r.tokens_per_second << " tokens/s over " << steps << " steps\n"
-            << "model:     " << std::setprecision(2) << r.flops_per_token / 1e6
-            << " MFLOP per training token (matrix products of forward + backward, 2 per "
-               "multiply-add; see src/model/flops.hpp)\n"
-            << "achieved:  " << std::setprecision(1) << r.gflops << " GFLOP/s\n"
-            << "sgemm:     " << sgemm << " GFLOP/s (512x512x512, this machine)\n"
-            << "ratio:     " << std::setprecision(2) << r.gflops / sgemm
-            << " of the sgemm ceiling\n";
+  const BenchResult r = bench_training(cfg, steps, kRepetitions);
+  const Spread ceiling = measure_ceiling(cfg, 7);
+  const double model_gflops = r.tokens_per_second.median * r.model_flops_per_token / 1e9;
+  std::cout << "training:  " << format_spread(r.tokens_per_second, 0) << " tokens/s, "
+            << kRepetitions << " repetitions of " << steps << " steps\n"
+            << std::fixed << std::setprecision(2)
+            << "FLOPs:     " << r.flops_per_token / 1e6 << " MFLOP per training token, counted in "
+            << "the step's sgemm calls (the model's own products, src/model/products.hpp: "
+            << r.model_flops_per_token / 1e6 << "; the rest is the encoding's)\n"
+            << "achieved:  " << format_spread(r.gflops, 1) << " GFLOP/s\n"
+            << "ceiling:   " << format_spread(ceiling, 1) << " GFLOP/s, 7 repetitions: the "
+            << "model's products alone, each in its batched form (src/model/products.hpp)\n"
+            << "ratio:     " << std::setprecision(2) << model_gflops / ceiling.median
+            << " of the ceiling (medians; the model's products over the step's time: the rest "
+               "is time outside them)\n";
   return 0;
 }
 
@@ -107,7 +189,7 @@ int run_bench_comparison(const Config& base, int steps, int mem_len) {
       cfg.encoding.type = info.name;
       cfg.encoding.options = Options::defaults(info.options);
       cfg.memory.mem_len = m == 0 ? 0 : mem_len;
-      const double tok_s = bench_training(cfg, steps).tokens_per_second;
+      const double tok_s = bench_training(cfg, steps, 3).tokens_per_second.median;
       if (info.name == "none") none[m] = tok_s;
       std::cout << std::setw(10) << std::fixed << std::setprecision(0) << tok_s << " t/s"
                 << std::setw(9) << std::showpos << std::setprecision(0)
@@ -117,6 +199,84 @@ int run_bench_comparison(const Config& base, int steps, int mem_len) {
     std::cout << "\n";
   }
   std::cout << "\n'vs none': extra time per token relative to 'none' at the same memory.\n";
+  return 0;
+}
+
+int run_bench_scaling(const Config& base, int steps, const std::vector<int>& segments,
+                      int tokens_per_step, const std::string& csv_path) {
+  constexpr int kRepetitions = 5, kLongestNaive = 128;
+  for (int L : segments) {
+    if (L <= 0 || tokens_per_step % L != 0)
+      throw std::invalid_argument("bench --scaling: every segment must divide --tokens " +
+                                  std::to_string(tokens_per_step) + "; got " + std::to_string(L));
+    Config cfg = base;
+    cfg.train.batch_size = tokens_per_step / L;
+    check_memory(cfg, cfg.train.batch_size, L, L, /*training=*/true,
+                 "bench --scaling " + std::to_string(L));
+  }
+  set_threads(base.train.threads);
+  std::cout << "poslab bench --scaling: every encoding (default options; also its naive reference "
+               "path where it has one) at segments";
+  for (int L : segments) std::cout << " " << L;
+  std::cout << ", batch x segment = " << tokens_per_step << " tokens, memory = segment\n  d_model "
+            << base.model.d_model << ", " << base.model.n_layers << " layers, " << base.model.n_heads
+            << " heads, d_inner " << base.model.d_inner << ", " << omp_get_max_threads()
+            << " threads; median of 5 repetitions of " << steps << " steps\n  build "
+            << build_flags() << " at " << build_commit() << (build_dirty() ? "-dirty" : "")
+            << "\n\n"
+            << std::left << std::setw(26) << "encoding" << std::right << std::setw(8) << "segment"
+            << std::setw(12) << "tokens/s" << std::setw(12) << "MFLOP/tok" << std::setw(10)
+            << "GFLOP/s" << std::setw(12) << "vs none" << "\n";
+  std::string csv = "encoding,path,segment,batch,mem_len,tokens_per_second,tokens_per_second_min,"
+                    "tokens_per_second_max,flops_per_token,model_flops_per_token,gflops,"
+                    "gflops_best,gflops_vs_none,gflops_best_vs_none\n";
+  for (const int L : segments) {
+    double none_gflops = 0, none_best = 0;
+    for (const EncodingInfo& info : registered_encodings()) {
+      const bool has_naive = std::any_of(info.options.begin(), info.options.end(),
+                                         [](const OptionSpec& o) { return o.key == "naive"; });
+      for (const bool naive : {false, true}) {
+        // The naive paths cost O(L K d^2) per layer (Transformer-XL's: a minute a step at
+        // segment 512): measured up to segment 128, where they are the tests' oracle anyway.
+        if (naive && (!has_naive || L > kLongestNaive)) continue;
+        Config cfg = base;
+        cfg.encoding.type = info.name;
+        cfg.encoding.options = Options::defaults(info.options);
+        if (naive) cfg.encoding.options.set("naive", true);
+        cfg.train.seq_len = L;
+        cfg.train.batch_size = tokens_per_step / L;
+        cfg.memory.mem_len = L;
+        // The naive paths cost O(L K d^2) per layer: one repetition of one step is plenty.
+        const BenchResult r = bench_training(cfg, naive ? 1 : steps, naive ? 1 : kRepetitions);
+        if (info.name == "none") none_gflops = r.gflops.median, none_best = r.gflops.max;
+        const std::string label = info.name + (naive ? " (naive)" : "");
+        const double vs_none = none_gflops > 0 ? r.gflops.median / none_gflops : 0;
+        const double best_vs_none = none_best > 0 ? r.gflops.max / none_best : 0;
+        std::cout << std::left << std::setw(26) << label << std::right << std::setw(8) << L
+                  << std::fixed << std::setprecision(0) << std::setw(12)
+                  << r.tokens_per_second.median << std::setprecision(2) << std::setw(12)
+                  << r.flops_per_token / 1e6 << std::setprecision(1) << std::setw(10)
+                  << r.gflops.median << std::setprecision(2) << std::setw(12) << vs_none
+                  << std::endl;
+        std::ostringstream row;
+        row << info.name << "," << (naive ? "naive" : "fast") << "," << L << ","
+            << cfg.train.batch_size << "," << L << "," << r.tokens_per_second.median << ","
+            << r.tokens_per_second.min << "," << r.tokens_per_second.max << ","
+            << r.flops_per_token << "," << r.model_flops_per_token << "," << r.gflops.median
+            << "," << r.gflops.max << "," << vs_none << "," << best_vs_none << "\n";
+        csv += row.str();
+      }
+    }
+  }
+  std::cout << "\nFLOPs are counted in every sgemm call of a training step (the encoding's own "
+               "products included); 'vs none': median GFLOP/s over the median of 'none' at the same "
+               "segment (the CSV also has the best of the 5 repetitions); naive paths up to "
+               "segment "
+            << kLongestNaive << ", one repetition of one step.\n";
+  if (!csv_path.empty()) {
+    write_file_atomically(csv_path, csv);
+    std::cout << "wrote " << csv_path << "\n";
+  }
   return 0;
 }
 

@@ -41,13 +41,27 @@ int run_bench_comparison(const Config& cfg, int steps, int mem_len);
 int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long targets,
                     const std::string& csv_path);
 
-struct BenchResult {
-  double tokens_per_second = 0;
-  double flops_per_token = 0;
-  double gflops = 0;
+// Every registered encoding (and its naive path, where it has one) at each segment length, with
+// batch x segment = tokens_per_step and memory = segment: tokens/s, counted FLOPs per token,
+// GFLOP/s and the ratio to 'none'; writes a CSV if csv_path is not empty.
+int run_bench_scaling(const Config& cfg, int steps, const std::vector<int>& segments,
+                      int tokens_per_step, const std::string& csv_path);
+
+struct Spread {
+  double min = 0, median = 0, max = 0;
 };
-// Times `steps` training steps (after a warm-up) on random tokens.
-BenchResult bench_training(const Config& cfg, int steps);
+struct BenchResult {
+  Spread tokens_per_second;           // over the repetitions
+  double flops_per_token = 0;         // counted: every sgemm of a step with full memory
+  double model_flops_per_token = 0;   // the model's own products (model/flops.hpp)
+  Spread gflops;                      // tokens/s x counted FLOPs
+};
+// Times `repetitions` runs of `steps` training steps (after a warm-up) on random tokens.
+BenchResult bench_training(const Config& cfg, int steps, int repetitions);
+
+// GFLOP/s of the model's matrix products alone (model/products.hpp), each in its batched form,
+// over `repetitions` timed runs of one training step's worth.
+Spread measure_ceiling(const Config& cfg, int repetitions);
 
 // `poslab attention` (attention.cpp): the attention weights of a trained run on a given text.
 struct AttentionOptions {

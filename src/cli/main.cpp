@@ -164,7 +164,9 @@ struct Arguments {
   int compare_mem_len = -1;  // bench --compare: -1 = off
   std::vector<int> reuse_attn_lens;  // bench --reuse: attention lengths
   long reuse_targets = 64;           // bench --reuse: scored tokens per measurement
-  std::string csv_path;              // bench --reuse: where to write the table
+  std::string csv_path;              // bench --reuse, --scaling: where to write the table
+  std::vector<int> scaling_segments; // bench --scaling: segment lengths
+  int scaling_tokens = 1024;         // bench --scaling: batch x segment
   bool force = false;                // train: move an existing run aside
   bool resume = false;               // train: finish (or skip) the same experiment
   std::string token_losses_file;     // eval: per-token losses (.npy)
@@ -303,18 +305,30 @@ int run(int argc, char** argv) {
                     "(8x and 16x as many for the faster modes)")
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 20));
-  bench->add_option("--csv", args.csv_path, "--reuse: also write the table to this CSV file")
+  bench->add_option("--scaling", args.scaling_segments,
+                    "Every encoding (and its naive path) at each segment length S, with batch x S "
+                    "= --tokens and memory S: tokens/s, FLOPs per token, GFLOP/s, ratio to 'none'")
+      ->type_name("S,S,...")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1 << 16));
+  bench->add_option("--tokens", args.scaling_tokens, "--scaling: tokens per step (batch x segment)")
+      ->type_name("N")
+      ->check(CLI::Range(1, 1 << 24));
+  bench->add_option("--csv", args.csv_path,
+                    "--reuse, --scaling: also write the table to this CSV file")
       ->type_name("FILE");
   add_overrides(bench, args);
   bench->footer(
-      "Trains on random bytes for --steps steps and prints tokens/s, the model's FLOPs per\n"
-      "token and the GFLOP/s reached, next to what one large sgemm reaches on this machine.\n"
+      "Trains on random bytes, 5 times --steps steps, and prints tokens/s (median, min, max),\n"
+      "the FLOPs per token counted in the step's sgemm calls, the GFLOP/s reached, and the\n"
+      "ceiling: the model's own products timed alone in their batched form (docs/09).\n"
       "The defaults are the reference configuration: d_model 128, 4 layers, 4 heads,\n"
       "d_inner 512, segment 64, batch 16, 256 symbols. Measure on an otherwise idle machine.\n"
       "Writes nothing, except the --csv file of --reuse.\n"
       "Example:\n"
       "  poslab bench --steps 20 --set model.d_model=256 --set encoding.type=shaw\n"
       "  poslab bench --compare 64        # every encoding, memory 0 and 64\n"
+      "  poslab bench --scaling 64,128,256,512 --steps 5 --csv results/bench/scaling.csv\n"
       "  poslab bench --reuse 128,256,512,1024,2048 --set encoding.type=transformer_xl "
       "--csv results/bench/reuse_speed.csv");
 
@@ -429,6 +443,9 @@ int run(int argc, char** argv) {
         return run_bench_reuse(cfg, args.reuse_attn_lens, args.reuse_targets, args.csv_path);
       if (args.compare_mem_len >= 0)
         return run_bench_comparison(cfg, args.steps, args.compare_mem_len);
+      if (!args.scaling_segments.empty())
+        return run_bench_scaling(cfg, args.steps, args.scaling_segments, args.scaling_tokens,
+                                 args.csv_path);
       return run_bench(cfg, args.steps);
     }
   } catch (const std::exception& e) {  // ConfigError, and whatever a command throws

@@ -4,15 +4,30 @@
 
 #include <cblas.h>
 
+#include <atomic>
+
 namespace poslab {
 
 namespace {
 CBLAS_TRANSPOSE to_cblas(Trans t) { return t == Trans::Yes ? CblasTrans : CblasNoTrans; }
+
+std::atomic<bool> g_counting{false};
+std::atomic<std::uint64_t> g_flops{0};
 }  // namespace
+
+void count_gemm_flops(bool on) {
+  g_flops.store(0);
+  g_counting.store(on);
+}
+
+std::uint64_t counted_gemm_flops() { return g_flops.load(); }
 
 template <>
 void gemm<float>(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
                  const float* b, int ldb, float beta, float* c, int ldc) {
+  if (g_counting.load(std::memory_order_relaxed))
+    g_flops.fetch_add(2ULL * std::uint64_t(m) * std::uint64_t(n) * std::uint64_t(k),
+                      std::memory_order_relaxed);
   cblas_sgemm(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb, beta, c,
               ldc);
 }

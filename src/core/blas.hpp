@@ -4,6 +4,8 @@
 // xtensor-blas declares its own cblas prototypes, so <cblas.h> is included only in blas.cpp.
 #pragma once
 
+#include <cstdint>
+
 namespace poslab {
 
 enum class Trans { No, Yes };
@@ -22,6 +24,12 @@ void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a
 template <class T>
 void parallel_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a,
                    int lda, const T* b, int ldb, T beta, T* c, int ldc);
+
+// Counting the work of every float gemm, 2 m n k FLOPs each (`poslab bench` measures a training
+// step's FLOPs this way, encodings' own products included). Off unless switched on; counting
+// changes nothing that is computed.
+void count_gemm_flops(bool on);           // on: also restarts the count from 0
+std::uint64_t counted_gemm_flops();
 
 // OpenBLAS threads per call; poslab keeps it at 1 (see parallel_gemm).
 void set_blas_threads(int threads);

@@ -99,7 +99,13 @@ class Attention {
                 int layer, T* dx) {
     const int B = g.batch, L = g.q_len, K = g.k_len, M = g.mem_len, d = d_;
     ensure_zeros(dctx_, {std::size_t(B), std::size_t(L), std::size_t(d)});
-    ensure_zeros(dprobs_, {std::size_t(B), std::size_t(H_), std::size_t(L), std::size_t(K)});
+    // dP starts from the value terms' gradient if the encoding has value terms, else from the
+    // first product below (beta = 0): no pass to zero B H L K cells first.
+    const bool value_terms = enc.has_value_terms();
+    if (value_terms)
+      ensure_zeros(dprobs_, {std::size_t(B), std::size_t(H_), std::size_t(L), std::size_t(K)});
+    else
+      ensure_shape(dprobs_, {std::size_t(B), std::size_t(H_), std::size_t(L), std::size_t(K)});
     ensure_shape(dq_, {std::size_t(B), std::size_t(L), std::size_t(d)});
     ensure_shape(dk_, {std::size_t(B), std::size_t(K), std::size_t(d)});
     ensure_shape(dv_, {std::size_t(B), std::size_t(K), std::size_t(d)});
@@ -108,8 +114,7 @@ class Attention {
     linear_backward<T>(dout, ctx_.data(), arena_.value(W_o), dctx_.data(), arena_.grad(W_o),
                        nullptr, B * L, d, d);
     // (d) value terms: gradient into P and the encoding's tables.
-    if (enc.has_value_terms()) enc.values_backward(layer, g, probs_.data(), dctx_.data(),
-                                                   dprobs_.data());
+    if (value_terms) enc.values_backward(layer, g, probs_.data(), dctx_.data(), dprobs_.data());
     // z_h = P_h v_h:  dP_h += dz_h v_h^T,  dv_h = P_h^T dz_h. Then the softmax backward,
     // dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik), written over dP. Masked cells get exactly 0.
 #pragma omp parallel for schedule(static)
@@ -118,7 +123,8 @@ class Attention {
       const T* P = probs_.data() + long(bh) * L * K;
       T* dP = dprobs_.data() + long(bh) * L * K;
       const T* dz = dctx_.data() + long(b) * L * d + h * dh_;
-      gemm<T>(Trans::No, Trans::Yes, L, K, dh_, T(1), dz, d, v_head(b, h), d, T(1), dP, K);
+      gemm<T>(Trans::No, Trans::Yes, L, K, dh_, T(1), dz, d, v_head(b, h), d,
+              value_terms ? T(1) : T(0), dP, K);
       gemm<T>(Trans::Yes, Trans::No, K, dh_, L, T(1), P, K, dz, d, T(0),
               dv_.data() + long(b) * K * d + h * dh_, d);
       for (int i = 0; i < L; ++i) {
