@@ -434,6 +434,44 @@ def reuse_speed(bench_dir, out_dir=None):
     return save(fig, out_dir, "reuse_speed")
 
 
+def scaling(bench_dir, out_dir=None):
+    """`poslab bench --scaling`: training tokens/s of every encoding against the segment length
+    (batch x segment fixed, memory = segment), and its GFLOP/s (FLOPs counted in its sgemm
+    calls, its own products included) relative to 'none' at the same segment, with the 0.9
+    target of issue 15 as a reference line. Naive reference paths are dashed."""
+    table = pd.read_csv(os.path.join(bench_dir, "scaling.csv"))
+    out_dir = out_dir or os.path.join(bench_dir, "figures")
+    fig, axes = panels([0, 1], width=4.4, height=3.6, columns=2)
+    for encoding in ordered(table["encoding"]):
+        for path, style in (("fast", "-"), ("naive", "--")):
+            rows = table[(table["encoding"] == encoding) & (table["path"] == path)]
+            if rows.empty:
+                continue
+            name = poslab_style.label(encoding) + (" (naive)" if path == "naive" else "")
+            common = dict(color=poslab_style.colour(encoding), ls=style, marker="o",
+                          markersize=3, lw=1.1)
+            axes[0].plot(rows["segment"], rows["tokens_per_second"], label=name, **common)
+            if path == "fast":
+                axes[1].plot(rows["segment"], rows["gflops_vs_none"], **common)
+    for ax in axes:
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(table["segment"].unique()))
+        ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
+        ax.set_xlabel("segment length (memory = segment)")
+    axes[0].set_yscale("log")
+    axes[0].set_ylabel("training tokens per second")
+    axes[0].set_title("speed", fontsize=9)
+    axes[1].set_ylabel("GFLOP/s relative to 'none'")
+    axes[1].set_title("GFLOP/s (own products counted) / none's", fontsize=9)
+    poslab_style.reference_line(axes[1], 0.9, "target 0.9")
+    poslab_style.reference_line(axes[1], 1.0, "none")
+    tokens = int((table["segment"] * table["batch"]).iloc[0])
+    fig.suptitle(f"training at length: batch x segment = {tokens} tokens, median of 5 repetitions",
+                 fontsize=9)
+    poslab_style.legend_outside(fig, axes)
+    return save(fig, out_dir, "scaling")
+
+
 def standard_figures(study_dir, out_dir=None):
     """Every figure that fits the study's columns; returns the written paths."""
     summary, positions = load(study_dir)
@@ -490,9 +528,14 @@ def main(argv):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
     for study_dir in argv[1:]:
-        if os.path.exists(os.path.join(study_dir, "reuse_speed.csv")):  # poslab bench --reuse
-            for path in reuse_speed(study_dir):
-                print(path)
+        if os.path.exists(os.path.join(study_dir, "reuse_speed.csv")) or \
+                os.path.exists(os.path.join(study_dir, "scaling.csv")):  # poslab bench
+            if os.path.exists(os.path.join(study_dir, "reuse_speed.csv")):  # --reuse
+                for path in reuse_speed(study_dir):
+                    print(path)
+            if os.path.exists(os.path.join(study_dir, "scaling.csv")):  # --scaling
+                for path in scaling(study_dir):
+                    print(path)
             continue
         if not os.path.exists(os.path.join(study_dir, "summary.csv")):
             print(f"poslab plot: error: {study_dir}/summary.csv not found "

@@ -41,6 +41,7 @@
 
 #include "core/buffer.hpp"
 #include "encodings/encoding.hpp"
+#include "encodings/geometry_key.hpp"
 
 namespace poslab {
 
@@ -50,7 +51,10 @@ class DistanceBias {
   // index_ij = q_pos[i] - k_pos[j] - dmin on visible cells, -1 on masked ones. Returns D =
   // dmax - dmin + 1, the number of table entries; entry d is the distance distance(d). `who`
   // names the encoding in the error for a range too large to index.
+  // Kept between calls with the same mask and positions (forward and backward of a layer, and
+  // every layer of a step, ask for the same index).
   int index_distances(const AttentionGeometry& g, const char* who) {
+    if (index_key_.same_as_last(g)) return distances_;
     const int L = g.q_len, K = g.k_len;
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(),
                  hi = std::numeric_limits<std::int64_t>::min();
@@ -61,14 +65,16 @@ class DistanceBias {
           hi = std::max(hi, g.q_pos[i] - g.k_pos[j]);
         }
     if (lo > hi) lo = hi = 0;  // nothing visible
-    if (hi - lo >= std::numeric_limits<int>::max())
+    if (hi - lo >= std::numeric_limits<int>::max()) {
+      index_key_.forget();
       throw std::invalid_argument(std::string(who) + ": position range too large");
+    }
     dmin_ = lo;
     index_.resize(std::size_t(L) * K);
     for (int i = 0; i < L; ++i)
       for (int j = 0; j < K; ++j)
         index_[std::size_t(i) * K + j] = g.visible(i, j) ? int(g.q_pos[i] - g.k_pos[j] - lo) : -1;
-    return int(hi - lo + 1);
+    return distances_ = int(hi - lo + 1);
   }
 
   // The distance of entry d after index_distances.
@@ -77,6 +83,7 @@ class DistanceBias {
   // For entries that are not plain distances: the index [L, K], all -1, for the caller to fill
   // with entry numbers on the visible cells.
   int* clear_index(const AttentionGeometry& g) {
+    index_key_.forget();  // the caller's entries are not plain distances
     index_.assign(std::size_t(g.q_len) * g.k_len, -1);
     return index_.data();
   }
@@ -137,9 +144,11 @@ class DistanceBias {
   }
 
  private:
-  // Work buffers (nothing kept between calls).
+  // Work buffers; the index is kept for the next call with the same geometry.
   std::int64_t dmin_ = 0;
   std::vector<int> index_;  // [L, K]: table entry of each visible cell, -1 on masked ones
+  GeometryKey index_key_;   // the mask and positions of index_ (index_distances)
+  int distances_ = 0;       // and its number of entries
   xt::xtensor<T, 2> tab_;   // [H, N]: the bias per entry in forward, its gradient in backward
   std::vector<T> rows_;     // [threads, K] or [H, K]: one gathered / summed row each
 };

@@ -60,6 +60,7 @@
 
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
+#include "encodings/geometry_key.hpp"
 #include "encodings/registry.hpp"
 
 namespace poslab {
@@ -215,7 +216,10 @@ class Shaw : public Encoding<T> {
   // labels_[i, j] = min(q_pos[i] - k_pos[j], k) on visible cells, -1 on masked ones   [L, K]
   // (the same for every batch row and head). Returns the number of table rows used, 1 + the
   // largest label, so that the gemms skip rows no pair reaches (k larger than any distance).
+  // A training step asks four times per layer (keys and values, forward and backward) with the
+  // same mask and positions: the labels are kept and rebuilt only when those change.
   int compute_labels(const AttentionGeometry& g) {
+    if (labels_key_.same_as_last(g)) return labels_used_;
     const int L = g.q_len, K = g.k_len;
     labels_.resize(std::size_t(L) * K);
     int top = 0;
@@ -225,19 +229,20 @@ class Shaw : public Encoding<T> {
         lab = g.visible(i, j) ? relative_label(g.q_pos[i] - g.k_pos[j], k_) : -1;
         top = std::max(top, lab);
       }
-    return top + 1;
+    return labels_used_ = top + 1;
   }
 
-  // row[label_j] += x[j] over the visible keys j of one query row. In a long row most keys sit
-  // in the clipped bucket k; that bucket is summed in a register, because adding into the same
-  // memory slot over and over makes every add wait for the previous store (about 3x slower).
-  void scatter_row(const int* lab, const T* x, int K, int used, T* row) const {
+  // row[label_j] += x[j] over the visible keys j = lo..hi of one query row. In a long row most
+  // keys sit in the clipped bucket k; that bucket is summed in a register, because adding into
+  // the same memory slot over and over makes every add wait for the previous store (about 3x
+  // slower).
+  void scatter_row(const int* lab, const T* x, int lo, int hi, int used, T* row) const {
     T far = 0;  // keys k or more positions back
-    for (int j = 0; j < K; ++j) {
+    for (int j = lo; j <= hi; ++j) {
       const int l = lab[j];
       if (l == k_)
         far += x[j];
-      else if (l >= 0)
+      else
         row[l] += x[j];
     }
     if (k_ < used) row[k_] += far;
@@ -254,8 +259,8 @@ class Shaw : public Encoding<T> {
         const T* Mi = M + (long(b * L + i) * H + h) * used;
         const int* lab = labels_.data() + long(i) * K;
         T* xi = x + (long(bh) * L + i) * K;
-        for (int j = 0; j < K; ++j)
-          if (lab[j] >= 0) xi[j] += Mi[lab[j]];
+        const int lo = g.first_visible(i), hi = g.last_visible(i);  // the labelled keys
+        for (int j = lo; j <= hi; ++j) xi[j] += Mi[lab[j]];
       }
     }
   }
@@ -269,7 +274,8 @@ class Shaw : public Encoding<T> {
       const int b = bh / H, h = bh % H;
       for (int i = 0; i < L; ++i) {
         T* Mi = M + (long(b * L + i) * H + h) * used;
-        scatter_row(labels_.data() + long(i) * K, x + (long(bh) * L + i) * K, K, used, Mi);
+        scatter_row(labels_.data() + long(i) * K, x + (long(bh) * L + i) * K, g.first_visible(i),
+                    g.last_visible(i), used, Mi);
       }
     }
   }
@@ -363,6 +369,8 @@ class Shaw : public Encoding<T> {
   // Work buffers, reshaped only when the geometry changes (nothing allocated in a training step
   // after the first). They hold nothing between calls, so one set serves every layer.
   std::vector<int> labels_;  // [L, K]
+  GeometryKey labels_key_;    // the mask and positions labels_ was built for
+  int labels_used_ = 0;       // and its number of table rows used
   xt::xtensor<T, 2> G_;      // [B*L*H, used]: G in forward, dG in backward
   xt::xtensor<T, 2> Pb_;     // [B*L*H, used]: bucketed attention weights
   xt::xtensor<T, 2> dPb_;    // [B*L*H, used]
