@@ -48,5 +48,6 @@ if ((${#missing[@]} > 0)); then
   fi
 fi
 
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+# -march=native: the build the committed studies were made with (CMakeLists.txt, POSLAB_NATIVE).
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPOSLAB_NATIVE=ON
 cmake --build build -j"$(nproc)"
