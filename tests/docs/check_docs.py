@@ -21,6 +21,13 @@
 4. Links and paths. Every relative Markdown link, and every experiments/*.toml or results/...
    path written in inline code, exists in the repository (unless the text marks it as a file the
    reader writes: `experiments/mine.toml`<!-- a file you write -->).
+5. Excerpts. A code block right after
+       <!-- excerpt: src/encodings/example_distance_bias.cpp tests/test_example_distance_bias.cpp -->
+   quotes those files: each of its lines (stripped; in a diff block without its + or space
+   prefix; blank lines and lines with "..." skipped) must be a line of one of them. Chapter 7
+   walks through the example encoding with such excerpts, so it cannot drift from the code.
+6. Registry. Every encoding `poslab encodings` lists has its row in the README's table of
+   encodings (chapter 7, step 3: what a new encoding needs beyond its file).
 Every problem is printed as FILE:LINE: what is wrong; the exit code is 1 if there is any.
 """
 import os
@@ -38,6 +45,8 @@ RESULTS = re.compile(r"<!-- results -->(.*?)<!-- /results -->", re.S)
 DECIMAL = re.compile(r"(?<![\w.\-/])[-+]?\d+\.\d+(?!\w|\.\d)")
 COMMAND = re.compile(r"build/poslab ([a-z]+)((?:[^\n`]|\\\n)*)")
 NEW_FILE = "<!-- a file you write -->"
+EXCERPT = re.compile(r"<!-- excerpt: ([^>]+?) -->\n```(\w*)\n(.*?)```", re.S)
+ENCODING_LINE = re.compile(r"^([a-z0-9_]+)  \(", re.M)  # `poslab encodings`: "NAME  (family)"
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 CODE_PATH = re.compile(r"`((?:experiments|results|notebooks|scripts|src|tests|bench)/[^`\s*<>]+)`")
 
@@ -184,6 +193,36 @@ def check_paths(path, text, problems):
                             f"{target} does not exist")
 
 
+def check_excerpts(path, text, problems):
+    for m in EXCERPT.finditer(text):
+        where = f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}"
+        sources = m.group(1).split()
+        lines = set()
+        for source in sources:
+            full = os.path.join(REPO, source)
+            if not os.path.exists(full):
+                problems.append(f"{where}: the excerpt quotes {source}, which does not exist")
+                continue
+            with open(full, encoding="utf-8") as f:
+                lines.update(line.strip() for line in f)
+        for number, line in enumerate(m.group(3).splitlines(), start=1):
+            if m.group(2) == "diff" and line[:1] in "+ -":
+                line = line[1:]
+            line = line.strip()
+            if not line or "..." in line or line in lines:
+                continue
+            problems.append(f"{where}: line {number} of the excerpt is not in "
+                            f"{' or '.join(sources)}: {line}")
+
+
+def check_registry(readme, text, poslab, problems):
+    done = subprocess.run([poslab, "encodings"], capture_output=True, text=True)
+    for name in ENCODING_LINE.findall(done.stdout):
+        if f"| `{name}` |" not in text:
+            problems.append(f"{os.path.relpath(readme, REPO)}: the encoding {name} (poslab "
+                            f"encodings) has no row in the table of encodings")
+
+
 def check(poslab, paths=None):
     problems = []
     for path in paths or documents():
@@ -193,6 +232,10 @@ def check(poslab, paths=None):
         check_numbers(path, text, problems)
         check_commands(path, text, poslab, problems)
         check_paths(path, text, problems)
+        check_excerpts(path, text, problems)
+        if paths is None and os.path.basename(path) == "README.md" and \
+                os.path.dirname(path) == REPO:
+            check_registry(path, text, poslab, problems)
     return problems
 
 
@@ -216,6 +259,10 @@ def self_test(poslab):
         "missing path": ("Run `experiments/no_such_study.toml`.\n", 1),
         "edited claims table": ("<!-- claims: results/lm_extrapolation -->\n| made up |\n"
                                 "<!-- /claims -->\n", 1),
+        "true excerpt": ("<!-- excerpt: src/nn/linear.hpp -->\n```cpp\n"
+                         "template <class T>\n  ...\n  if (b == nullptr) return;\n```\n", 0),
+        "drifted excerpt": ("<!-- excerpt: src/nn/linear.hpp -->\n```diff\n"
+                            "+  if (b != nullptr) return;\n```\n", 1),
     }
     failures = []
     with tempfile.TemporaryDirectory(dir=os.path.join(REPO, "docs")) as scratch:
@@ -226,6 +273,15 @@ def self_test(poslab):
             found = check(poslab, [path])
             if len(found) != expected:
                 failures.append(f"{name}: expected {expected} problem(s), found {found}")
+    # The registry check: a README without one encoding's row.
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    found = []
+    check_registry(os.path.join(REPO, "README.md"), readme.replace("| `alibi` |", "| alibi |"),
+                   poslab, found)
+    cases["encoding without a README row"] = None
+    if len(found) != 1:
+        failures.append(f"encoding without a README row: expected 1 problem, found {found}")
     for f in failures:
         print("self-test:", f)
     print(f"self-test: {len(cases) - len(failures)} of {len(cases)} planted cases behave")
