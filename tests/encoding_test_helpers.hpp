@@ -160,11 +160,12 @@ inline ModelConfig tiny_model_config(bool pre_ln = false, bool tie = false,
 
 // Adds N(0, 0.2) to every parameter without weight decay (biases, gains, positional tables), so
 // that zero-initialised ones are checked at a generic point.
-inline void perturb_undecayed_parameters(ParameterArena<double>& arena, Rng& rng) {
+template <class T>
+void perturb_undecayed_parameters(ParameterArena<T>& arena, Rng& rng) {
   for (auto& slot : arena.slots())
     if (!slot.weight_decay)
       for (std::size_t i = 0; i < slot.size; ++i)
-        arena.values()[slot.offset + i] += rng.normal(0, 0.2);
+        arena.values()[slot.offset + i] += T(rng.normal(0, 0.2));
 }
 
 // Perturbs every parameter of a whole model (B = 2, L = 4); with memory, the second segment is

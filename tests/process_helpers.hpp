@@ -22,9 +22,11 @@ namespace poslab::testing {
 struct ScratchDirectory {
   enum Mode { kCreate, kNameOnly };
   std::filesystem::path path;
-  explicit ScratchDirectory(Mode mode = kCreate) {
+  explicit ScratchDirectory(Mode mode = kCreate,
+                            const std::filesystem::path& base =
+                                std::filesystem::temp_directory_path()) {
     static int counter = 0;
-    path = std::filesystem::temp_directory_path() /
+    path = base /
            ("poslab-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path);
     if (mode == kCreate) std::filesystem::create_directories(path);

@@ -11,6 +11,17 @@
 //   4. state reuse: with unbounded memory, two segments with memory == one pass for relative
 //      schemes (and for absolute ones with continued positions); absolute schemes restarted per
 //      segment differ (the failure case of Dai et al. 2019)
+//   5. causality: no influence and no gradient from tokens after a position (memory 0, 3 and 3
+//      with same_length)
+//   6. batch independence: a row's logits, and the gradient of a loss that leaves a row out, do
+//      not depend on that row (same memories)
+//   7. determinism: two runs bit-identical; 1 and 2 threads within 1e-5 relative (float32)
+//   8. checkpoint round trip: every parameter and the logits bit-identical (float32, memory 3)
+// 5-8 are the checks of property_checks.hpp; test_planted_bugs.cpp shows that each of them fails
+// on an encoding with the bug it exists to catch. They apply to every encoding and option set:
+// none of them depends on how an encoding treats positions. (8 is trivial for the encoding's own
+// part when it has no parameters, as none, sinusoidal, RoPE and ALiBi: it then checks that what
+// the encoding rebuilds from its config is rebuilt the same.)
 //
 // Option sets. A bug hidden behind a non-default option (a per-layer table accumulated with `=`
 // instead of `+=` when `shared = false`, say) passes a kit that tests defaults only. So each
@@ -28,6 +39,7 @@
 #include "encoding_test_helpers.hpp"
 #include "gradcheck.hpp"
 #include "model/transformer.hpp"
+#include "property_checks.hpp"
 
 using namespace poslab;
 using namespace poslab::testing;
@@ -119,13 +131,38 @@ EncodingConfig kit_encoding(const KitCase& c, bool naive = false) {
 }
 
 // A model with every parameter at a generic point (biases and gains randomised too).
-std::unique_ptr<TransformerLM<double>> make_model(const EncodingConfig& e, const MemoryConfig& mem,
-                                                  std::uint64_t seed = 11) {
-  auto model = std::make_unique<TransformerLM<double>>(kit_model(), e, mem);
-  model->init(seed);
-  Rng rng(seed + 1);
-  perturb_undecayed_parameters(model->arena(), rng);
-  return model;
+template <class T = double>
+std::unique_ptr<TransformerLM<T>> make_model(const EncodingConfig& e, const MemoryConfig& mem,
+                                             std::uint64_t seed = 11) {
+  return at_generic_point(std::make_unique<TransformerLM<T>>(kit_model(), e, mem), seed);
+}
+template <class T>
+ModelFactory<T> kit_factory(const EncodingConfig& e, const MemoryConfig& mem) {
+  return [=](std::uint64_t seed) { return make_model<T>(e, mem, seed); };
+}
+
+// The memory settings the whole-model properties (5-8) run at.
+struct MemorySetting {
+  int mem_len;
+  bool same_length;
+};
+const std::vector<MemorySetting> kPropertyMemories = {{0, false}, {3, false}, {3, true}};
+MemoryConfig memory_config(const MemorySetting& s) {
+  MemoryConfig mem;
+  mem.mem_len = s.mem_len;
+  mem.same_length = s.same_length;
+  return mem;
+}
+
+// Requires check(factory) to hold for kit case c at every memory of kPropertyMemories, one
+// section each; the models are in precision T.
+template <class T, class Check>
+void require_at_every_memory(const KitCase& c, Check&& check) {
+  for (const auto& m : kPropertyMemories)
+    DYNAMIC_SECTION("encoding " << c.label << "; memory " << m.mem_len
+                                << (m.same_length ? ", same_length" : "")) {
+      require_property(check(kit_factory<T>(kit_encoding(c), memory_config(m))));
+    }
 }
 
 std::vector<std::int32_t> random_tokens(int n, std::uint64_t seed) {
@@ -280,6 +317,33 @@ TEST_CASE("conformance: state reuse with unbounded memory equals one pass, excep
       else
         REQUIRE(diff < 1e-10);
     }
+  }
+}
+
+TEST_CASE("conformance: causality, nothing reaches a position from its future",
+          "[conformance][causality]") {
+  require_at_every_memory<double>(GENERATE(from_range(kit_cases())),
+                                  [](const auto& make) { return check_causality(make); });
+}
+
+TEST_CASE("conformance: batch independence, a row depends on itself only",
+          "[conformance][batch]") {
+  require_at_every_memory<double>(GENERATE(from_range(kit_cases())),
+                                  [](const auto& make) { return check_batch_independence(make); });
+}
+
+TEST_CASE("conformance: determinism, across runs and thread counts", "[conformance][determinism]") {
+  require_at_every_memory<float>(GENERATE(from_range(kit_cases())),
+                                 [](const auto& make) { return check_determinism(make); });
+}
+
+TEST_CASE("conformance: a checkpoint round-trips every parameter and the outputs",
+          "[conformance][checkpoint]") {
+  const auto c = GENERATE(from_range(kit_cases()));
+  // One memory setting: a checkpoint holds parameters only, and the memory is not one.
+  DYNAMIC_SECTION("encoding " << c.label << "; memory 3") {
+    require_property(
+        check_checkpoint_round_trip(kit_factory<float>(kit_encoding(c), memory_config({3, false}))));
   }
 }
 

@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <numeric>
 #include <optional>
@@ -37,18 +38,30 @@ class TransformerLM {
  public:
   TransformerLM(const ModelConfig& model, const EncodingConfig& encoding,
                 const MemoryConfig& memory)
+      : TransformerLM(model, memory,
+                      [&](const EncodingShape& shape, ParameterArena<T>& arena) {
+                        const auto* info = find_encoding(encoding.type);
+                        if (!info)
+                          throw std::invalid_argument("unknown encoding '" + encoding.type + "'");
+                        Options options = Options::defaults(info->options);
+                        for (const auto& [k, v] : encoding.options.values()) options.set(k, v);
+                        return info->make<T>(options, shape, arena);
+                      }) {}
+
+  // Builds the encoding with make_encoding instead of the registry: for tests that put an
+  // encoding no config can name into a whole model (the conformance kit's planted bugs).
+  using MakeEncoding =
+      std::function<std::unique_ptr<Encoding<T>>(const EncodingShape&, ParameterArena<T>&)>;
+  TransformerLM(const ModelConfig& model, const MemoryConfig& memory,
+                const MakeEncoding& make_encoding)
       : cfg_(model), memory_cfg_(memory) {
     const std::size_t V = model.vocab_size, d = model.d_model;
     if (model.d_model % model.n_heads != 0)
       throw std::invalid_argument("model.d_model must be divisible by model.n_heads");
     E_ = arena_.add("embedding", {V, d});
-    const auto* info = find_encoding(encoding.type);
-    if (!info) throw std::invalid_argument("unknown encoding '" + encoding.type + "'");
     const EncodingShape shape{model.d_model, model.n_heads, model.d_model / model.n_heads,
                               model.n_layers};
-    Options options = Options::defaults(info->options);
-    for (const auto& [k, v] : encoding.options.values()) options.set(k, v);
-    encoding_ = info->make<T>(options, shape, arena_);
+    encoding_ = make_encoding(shape, arena_);
     const Activation act = activation_from_name(model.activation);
     for (int n = 0; n < model.n_layers; ++n)
       blocks_.push_back(std::make_unique<Block<T>>(arena_, n, model.d_model, model.n_heads,
