@@ -3,7 +3,7 @@
 // train.threads = 0 follows the allocation: SLURM_CPUS_PER_TASK (a Slurm task's CPUs), then
 // OMP_NUM_THREADS, then every processor (set_threads in train/train.hpp); the choice is printed
 // and recorded in eval.json's provenance. The result depends on the thread count only through
-// floating-point reassociation: parallel_gemm splits sums differently, so float32 sums round
+// floating-point reassociation: parallel_multiply splits sums differently, so float32 sums round
 // differently. The tolerance (docs/06, "Threads and reproducibility"): one step changes the
 // loss in the 6th or 7th significant digit; the difference then grows with training, as any
 // rounding difference does (300 steps of a 2-layer model: evaluation loss 8e-6 relative).

@@ -106,15 +106,15 @@ Spread measure_ceiling(const Config& cfg, int repetitions) {
     for (std::size_t i = 0; i < products.size(); ++i) {
       const MatrixProduct& p = products[i];
       Operands& o = operands[i];
+      // C [m, n] = A [m, k] B [k, n]
+      const auto A = matrix(o.a.data(), p.m, p.k), B = matrix(o.b.data(), p.k, p.n);
       if (p.per_head) {
 #pragma omp parallel for schedule(static)
         for (long r = 0; r < p.count; ++r)
-          gemm<float>(Trans::No, Trans::No, p.m, p.n, p.k, 1.0f, o.a.data(), p.k, o.b.data(), p.n,
-                      0.0f, o.c.data() + std::size_t(omp_get_thread_num()) * p.m * p.n, p.n);
+          multiply(matrix(o.c.data() + std::size_t(omp_get_thread_num()) * p.m * p.n, p.m, p.n),
+                   A, B);
       } else {
-        for (long r = 0; r < p.count; ++r)
-          parallel_gemm<float>(Trans::No, Trans::No, p.m, p.n, p.k, 1.0f, o.a.data(), p.k,
-                               o.b.data(), p.n, 0.0f, o.c.data(), p.n);
+        for (long r = 0; r < p.count; ++r) parallel_multiply(matrix(o.c.data(), p.m, p.n), A, B);
       }
     }
   };

@@ -1,37 +1,47 @@
-// The one door to BLAS. Matrices are row-major; a "matrix" may be a column slice of a wider
-// buffer (a head inside [rows, d_model]), which is why every call takes leading dimensions.
+// The one door to BLAS. Every product in poslab is
+//
+//   C = alpha op(A) op(B) + beta C          op(X) = X, or X^T for a view X.t()
+//
+// over matrix views (core/matrix.hpp): row-major, each with its own row stride, so that a
+// "matrix" may be a column slice of a wider buffer (a head inside [rows, d_model]). multiply
+// checks that the shapes agree before it calls BLAS; the positional sgemm call lives in
+// blas.cpp only.
 //
 // xtensor-blas declares its own cblas prototypes, so <cblas.h> is included only in blas.cpp.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+
+#include "core/matrix.hpp"
 
 namespace poslab {
 
-enum class Trans { No, Yes };
-
-// C[m, n] = alpha * op(A)[m, k] * op(B)[k, n] + beta * C[m, n]
+// C [m, n] = alpha * op(A) [m, k] * op(B) [k, n] + beta * C [m, n]
 // float calls sgemm, double (used by the gradient checks) calls dgemm.
+// Throws std::logic_error when the shapes disagree (see check_product_shapes).
 template <class T>
-void gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a, int lda,
-          const T* b, int ldb, T beta, T* c, int ldc);
+void multiply(MatrixView<T> C, std::type_identity_t<ConstMatrixView<T>> A,
+              std::type_identity_t<ConstMatrixView<T>> B, std::type_identity_t<T> alpha = T(1),
+              std::type_identity_t<T> beta = T(0));
 
 // The same product, with the rows of C split across the OpenMP threads (each thread one
 // sgemm on its block of rows). poslab runs OpenBLAS single-threaded and does all threading with
 // OpenMP: two thread pools on two cores (OpenMP spinning while OpenBLAS' pthreads wait for a
 // core) cost a factor of 4 in training speed here. Inside a parallel region, or for small
-// products, this is a plain gemm.
+// products, this is a plain multiply.
 template <class T>
-void parallel_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, T alpha, const T* a,
-                   int lda, const T* b, int ldb, T beta, T* c, int ldc);
+void parallel_multiply(MatrixView<T> C, std::type_identity_t<ConstMatrixView<T>> A,
+                       std::type_identity_t<ConstMatrixView<T>> B,
+                       std::type_identity_t<T> alpha = T(1), std::type_identity_t<T> beta = T(0));
 
-// Counting the work of every float gemm, 2 m n k FLOPs each (`poslab bench` measures a training
-// step's FLOPs this way, encodings' own products included). Off unless switched on; counting
-// changes nothing that is computed.
+// Counting the work of every float product, 2 m n k FLOPs each (`poslab bench` measures a
+// training step's FLOPs this way, encodings' own products included). Off unless switched on;
+// counting changes nothing that is computed.
 void count_gemm_flops(bool on);           // on: also restarts the count from 0
 std::uint64_t counted_gemm_flops();
 
-// OpenBLAS threads per call; poslab keeps it at 1 (see parallel_gemm).
+// OpenBLAS threads per call; poslab keeps it at 1 (see parallel_multiply).
 void set_blas_threads(int threads);
 
 }  // namespace poslab

@@ -63,6 +63,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/blas.hpp"
@@ -135,28 +136,31 @@ class Deberta : public Encoding<T> {
     compute_labels(g);
     const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = d_, dh = dh_;
     const int n1 = lab_c2p_.count(), n2 = lab_p2c_.count();
+    const auto q_all = matrix(q, B * L, d);  // [B L, H d_h]
+    const auto k_all = matrix(k, B * K, d);  // [B K, H d_h]
     if (n1 > 0) {
       // Kr = P[a1 ..] W_kr   [n1, d];   G1[:, h, :] = scale * q_h Kr_h^T   [B L, n1] per head
       ensure_shape(Kr_[layer], {std::size_t(n1), std::size_t(d)});
-      parallel_gemm<T>(Trans::No, Trans::No, n1, d, d, T(1), P_rows(lab_c2p_.lo), d,
-                       arena_.value(W_kr_[layer]), d, T(0), Kr_[layer].data(), d);
+      parallel_multiply(matrix(Kr_[layer]), P_rows(lab_c2p_.lo, n1), weight(W_kr_[layer]));
       ensure_shape(G1_, {std::size_t(B) * L * H, std::size_t(n1)});
+      const auto Kr = matrix(std::as_const(Kr_[layer]));
 #pragma omp parallel for schedule(static)
-      for (int h = 0; h < H; ++h)
-        gemm<T>(Trans::No, Trans::Yes, B * L, n1, dh, scale, q + h * dh, d,
-                Kr_[layer].data() + h * dh, d, T(0), G1_.data() + h * n1, H * n1);
+      for (int h = 0; h < H; ++h)  // [B L, n1] = [B L, d_h] [d_h, n1]
+        multiply(G1_head(h, B * L, n1), q_all.column_block(h * dh, dh),
+                 Kr.column_block(h * dh, dh).t(), scale);
     }
     if (n2 > 0) {
       // Qr = P[a2 ..] W_qr   [n2, d];   G2[b, h] = scale * Qr_h k_bh^T   [n2, K] per (b, h)
       ensure_shape(Qr_[layer], {std::size_t(n2), std::size_t(d)});
-      parallel_gemm<T>(Trans::No, Trans::No, n2, d, d, T(1), P_rows(lab_p2c_.lo), d,
-                       arena_.value(W_qr_[layer]), d, T(0), Qr_[layer].data(), d);
+      parallel_multiply(matrix(Qr_[layer]), P_rows(lab_p2c_.lo, n2), weight(W_qr_[layer]));
       ensure_shape(G2_, {std::size_t(B) * H * n2, std::size_t(K)});
+      const auto Qr = matrix(std::as_const(Qr_[layer]));
 #pragma omp parallel for schedule(static)
       for (int bh = 0; bh < B * H; ++bh) {
         const int b = bh / H, h = bh % H;
-        gemm<T>(Trans::No, Trans::Yes, n2, K, dh, scale, Qr_[layer].data() + h * dh, d,
-                k + long(b) * K * d + h * dh, d, T(0), G2_.data() + long(bh) * n2 * K, K);
+        // [n2, K] = [n2, d_h] [d_h, K]
+        multiply(matrix(G2_).row_block(bh * n2, n2), Qr.column_block(h * dh, dh),
+                 k_all.block(b * K, h * dh, K, dh).t(), scale);
       }
     }
     // scores[b, h, i, j] += G1[(b L + i) H + h, c2p_ij] + G2[b H + h, p2c_ij, j]. Keys k or more
@@ -228,34 +232,37 @@ class Deberta : public Encoding<T> {
         }
       }
     }
+    const auto q_all = matrix(q, B * L, d), dq_all = matrix(dq, B * L, d);  // [B L, H d_h]
+    const auto k_all = matrix(k, B * K, d), dk_all = matrix(dk, B * K, d);  // [B K, H d_h]
     if (n1 > 0) {
       ensure_shape(dKr_, {std::size_t(n1), std::size_t(d)});
-      const T* Kr = Kr_[layer].data();
+      const auto Kr = matrix(std::as_const(Kr_[layer]));
       // Per head: dq_h += scale dG1_h Kr_h  [B L, d_h];  dKr_h = scale dG1_h^T q_h  [n1, d_h]
 #pragma omp parallel for schedule(static)
       for (int h = 0; h < H; ++h) {
-        gemm<T>(Trans::No, Trans::No, B * L, dh, n1, scale, G1_.data() + h * n1, H * n1,
-                Kr + h * dh, d, T(1), dq + h * dh, d);
-        gemm<T>(Trans::Yes, Trans::No, n1, dh, B * L, scale, G1_.data() + h * n1, H * n1,
-                q + h * dh, d, T(0), dKr_.data() + h * dh, d);
+        const auto dG1_h = G1_head(h, B * L, n1);  // [B L, n1], row stride H n1
+        multiply(dq_all.column_block(h * dh, dh), dG1_h, Kr.column_block(h * dh, dh), scale,
+                 T(1));
+        multiply(matrix(dKr_).column_block(h * dh, dh), dG1_h.t(), q_all.column_block(h * dh, dh),
+                 scale);
       }
-      project_backward(lab_c2p_.lo, n1, W_kr_[layer], dKr_.data());
+      project_backward(lab_c2p_.lo, W_kr_[layer], matrix(std::as_const(dKr_)));
     }
     if (n2 > 0) {
       ensure_zeros(dQr_, {std::size_t(n2), std::size_t(d)});
-      const T* Qr = Qr_[layer].data();
+      const auto Qr = matrix(std::as_const(Qr_[layer]));
       // Per (b, h): dk_bh += scale dG2_bh^T Qr_h  [K, d_h];  dQr_h += scale dG2_bh k_bh  [n2, d_h].
       // The batch runs inside one thread per head: dQr_h sums over b.
 #pragma omp parallel for schedule(static)
       for (int h = 0; h < H; ++h)
         for (int b = 0; b < B; ++b) {
-          const T* dG2bh = G2_.data() + (long(b) * H + h) * n2 * K;
-          gemm<T>(Trans::Yes, Trans::No, K, dh, n2, scale, dG2bh, K, Qr + h * dh, d, T(1),
-                  dk + long(b) * K * d + h * dh, d);
-          gemm<T>(Trans::No, Trans::No, n2, dh, K, scale, dG2bh, K, k + long(b) * K * d + h * dh,
-                  d, T(1), dQr_.data() + h * dh, d);
+          const auto dG2_bh = matrix(std::as_const(G2_)).row_block((b * H + h) * n2, n2);
+          multiply(dk_all.block(b * K, h * dh, K, dh), dG2_bh.t(), Qr.column_block(h * dh, dh),
+                   scale, T(1));
+          multiply(matrix(dQr_).column_block(h * dh, dh), dG2_bh,
+                   k_all.block(b * K, h * dh, K, dh), scale, T(1));
         }
-      project_backward(lab_p2c_.lo, n2, W_qr_[layer], dQr_.data());
+      project_backward(lab_p2c_.lo, W_qr_[layer], matrix(std::as_const(dQr_)));
     }
   }
 
@@ -269,7 +276,19 @@ class Deberta : public Encoding<T> {
     int count() const { return on && hi >= lo ? hi - lo + 1 : 0; }
   };
 
-  const T* P_rows(int first) const { return arena_.value(P_) + long(first) * d_; }
+  // Rows [first, first + n) of the table P [2k, d], and of its gradient.
+  ConstMatrixView<T> P_rows(int first, int n) const {
+    return matrix(arena_.value(P_), 2 * k_, d_).row_block(first, n);
+  }
+  MatrixView<T> P_grad_rows(int first, int n) {
+    return matrix(arena_.grad(P_), 2 * k_, d_).row_block(first, n);
+  }
+  // A projection W_qr or W_kr, [d, d].
+  ConstMatrixView<T> weight(Param W) const { return matrix(arena_.value(W), d_, d_); }
+  // Head h of G1 [B L, H, n1], seen as [B L, H n1]: columns [h n1, (h+1) n1), row stride H n1.
+  MatrixView<T> G1_head(int h, int BL, int n1) {
+    return matrix(G1_.data(), BL, H_ * n1).column_block(h * n1, n1);
+  }
 
   void check(int layer, const AttentionGeometry& g) const {
     if (g.n_heads != H_ || g.d_head != dh_)
@@ -322,12 +341,10 @@ class Deberta : public Encoding<T> {
   }
 
   // R = P[first .. first+n) W:   dW += P_rows^T dR   [d, d],   dP_rows += dR W^T   [n, d]
-  void project_backward(int first, int n, Param W, const T* dR) {
-    const int d = d_;
-    parallel_gemm<T>(Trans::Yes, Trans::No, d, d, n, T(1), P_rows(first), d, dR, d, T(1),
-                     arena_.grad(W), d);
-    parallel_gemm<T>(Trans::No, Trans::Yes, n, d, d, T(1), dR, d, arena_.value(W), d, T(1),
-                     arena_.grad(P_) + long(first) * d, d);
+  void project_backward(int first, Param W, ConstMatrixView<T> dR) {
+    const int n = dR.rows();
+    parallel_multiply(matrix(arena_.grad(W), d_, d_), P_rows(first, n).t(), dR, T(1), T(1));
+    parallel_multiply(P_grad_rows(first, n), dR, weight(W).t(), T(1), T(1));
   }
 
   // ------------------------------------------------------------------------------------------

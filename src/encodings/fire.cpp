@@ -131,13 +131,12 @@ class Fire : public Encoding<T> {
     if (naive_) return naive_forward(p, sc, g, scores);
     const int N = build_entries(g, sc);
     const int H = H_;
-    T* out = entries_.table(H, N).data();  // OutT [H, N]
+    const auto out = matrix(entries_.table(H, N));  // OutT [H, N]
     for (int s = 0; s < N; s += kBlock) {
       const int nb = std::min(kBlock, N - s);
       hidden_layer(p, s, nb);
       // OutT[:, s:s+nb] = W2^T Hid^T      [H, nb] = [H, hidden] . [hidden, nb]
-      gemm<T>(Trans::Yes, Trans::Yes, H, nb, hidden_, T(1), arena_.value(p.W2), H, hid_.data(),
-              hidden_, T(0), out + s, N);
+      multiply(out.column_block(s, nb), W2(p).t(), hidden_rows(nb).t());
     }
     entries_.gather(g, scores);  // += OutT[h, index_ij]
   }
@@ -148,9 +147,9 @@ class Fire : public Encoding<T> {
     const Scalars sc = scalars(p);
     if (naive_) return naive_backward(p, sc, g, dscores);
     const int N = build_entries(g, sc);
-    const int H = H_, hid = hidden_;
+    const int hid = hidden_;
     // dOutT[h, n] = sum_{b, i, j : index_ij = n} dS[b, h, i, j]
-    const T* dout = entries_.scatter(g, dscores, N).data();  // [H, N]
+    const auto dout = matrix(entries_.scatter(g, dscores, N));  // [H, N]
     const T* w1 = arena_.value(p.w1);
     T* dw1 = arena_.grad(p.w1);
     T* db1 = arena_.grad(p.b1);
@@ -159,12 +158,11 @@ class Fire : public Encoding<T> {
     for (int s = 0; s < N; s += kBlock) {
       const int nb = std::min(kBlock, N - s);
       hidden_layer(p, s, nb);
+      const auto dOut = dout.column_block(s, nb);  // dOutT[:, s:s+nb], [H, nb]
       // dW2 += Hid^T dOut       [hidden, H] = [hidden, nb] . [nb, H]
-      gemm<T>(Trans::Yes, Trans::Yes, hid, H, nb, T(1), hid_.data(), hid, dout + s, N, T(1),
-              arena_.grad(p.W2), H);
+      multiply(W2_grad(p), hidden_rows(nb).t(), dOut.t(), T(1), T(1));
       // dHid = dOut W2^T        [nb, hidden] = [nb, H] . [H, hidden]
-      gemm<T>(Trans::Yes, Trans::Yes, nb, hid, H, T(1), dout + s, N, arena_.value(p.W2), H,
-              T(0), dhid_.data(), hid);
+      multiply(matrix(dhid_).row_block(0, nb), dOut.t(), W2(p).t());
       for (int r = 0; r < nb; ++r) {
         const int n = s + r;
         const T* pre = pre_.data() + long(r) * hid;
@@ -269,6 +267,12 @@ class Fire : public Encoding<T> {
     npos_.push_back(q_pos);
     thr_.push_back(thr);
   }
+
+  // W2 of a set and its gradient, [hidden, H].
+  ConstMatrixView<T> W2(const Set& p) const { return matrix(arena_.value(p.W2), hidden_, H_); }
+  MatrixView<T> W2_grad(const Set& p) { return matrix(arena_.grad(p.W2), hidden_, H_); }
+  // The first nb rows of hid_ [kBlock, hidden]: the hidden layer of the current block.
+  ConstMatrixView<T> hidden_rows(int nb) const { return matrix(hid_).row_block(0, nb); }
 
   // pre_ = u w1^T + b1, hid_ = relu(pre_), for entries s .. s+nb-1      [nb, hidden] each
   void hidden_layer(const Set& p, int s, int nb) {

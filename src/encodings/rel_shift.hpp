@@ -63,6 +63,8 @@
 #include <cassert>
 #include <cstddef>
 
+#include "core/matrix.hpp"
+
 namespace poslab {
 
 // Size of the padded work buffer, [L, K+1].
@@ -73,6 +75,12 @@ inline std::size_t rel_shift_padded_size(int L, int K) { return std::size_t(L) *
 template <class T>
 T* rel_shift_input(T* padded) {
   return padded + 1;
+}
+
+// The same, as a matrix view: x [L, K] is the block from column 1 of padded [L, K+1].
+template <class T>
+MatrixView<T> rel_shift_input_view(T* padded, int L, int K) {
+  return matrix(padded, L, K + 1).block(0, 1, L, K);  // data = rel_shift_input(padded)
 }
 
 // Step 1, the pad: zeroes column 0 of padded [L, K+1].

@@ -56,6 +56,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/blas.hpp"
@@ -121,13 +122,12 @@ class Shaw : public Encoding<T> {
     if (naive_) return naive_scores_forward(layer, g, q, scale, scores);
     const int used = compute_labels(g);  // table rows actually reached: min(k, max dist) + 1
     const int B = g.batch, L = g.q_len, H = H_;
-    const View v = view(B * L, used);
     ensure_shape(G_, {std::size_t(B) * L * H, std::size_t(used)});
 
     // G = scale * q w^K^T      [B*L*H, used] = [B*L*H, d_h] . [d_h, used]   (or per head)
-    for (int t = 0; t < v.groups; ++t)
-      gemm<T>(Trans::No, Trans::Yes, v.rows, used, dh_, scale, q + t * dh_, v.ld_x,
-              table(w_K_[layer], t), dh_, T(0), G_.data() + t * used, v.ld_g);
+    for (int t = 0; t < groups(); ++t)
+      multiply(g_group(G_.data(), B * L, used, t), x_group(q, B * L, t),
+               table_rows(w_K_[layer], t, used).t(), scale);
 
     // scores[b, h, i, j] += G[(b L + i) H + h, label_ij]      (visible cells only)
     gather_by_label(g, G_.data(), used, scores);
@@ -139,7 +139,6 @@ class Shaw : public Encoding<T> {
     if (naive_) return naive_scores_backward(layer, g, q, scale, dscores, dq);
     const int used = compute_labels(g);
     const int B = g.batch, L = g.q_len, H = H_;
-    const View v = view(B * L, used);
     ensure_zeros(G_, {std::size_t(B) * L * H, std::size_t(used)});  // holds dG here
 
     // dG[(b L + i) H + h, label_ij] += dS[b, h, i, j]      (scatter)
@@ -148,11 +147,10 @@ class Shaw : public Encoding<T> {
     //                        dw^K += scale * dG^T q    [used, d_h]  = [used, B*L*H] . [B*L*H, d_h]
     // The groups run one after another: a shared table's gradient is one call, and a per-head
     // table's calls write disjoint blocks, so nothing races.
-    for (int t = 0; t < v.groups; ++t) {
-      gemm<T>(Trans::No, Trans::No, v.rows, dh_, used, scale, G_.data() + t * used, v.ld_g,
-              table(w_K_[layer], t), dh_, T(1), dq + t * dh_, v.ld_x);
-      gemm<T>(Trans::Yes, Trans::No, used, dh_, v.rows, scale, G_.data() + t * used, v.ld_g,
-              q + t * dh_, v.ld_x, T(1), table_grad(w_K_[layer], t), dh_);
+    for (int t = 0; t < groups(); ++t) {
+      const auto dG = g_group(std::as_const(G_).data(), B * L, used, t);
+      multiply(x_group(dq, B * L, t), dG, table_rows(w_K_[layer], t, used), scale, T(1));
+      multiply(table_grad_rows(w_K_[layer], t, used), dG.t(), x_group(q, B * L, t), scale, T(1));
     }
   }
 
@@ -162,12 +160,11 @@ class Shaw : public Encoding<T> {
     if (naive_) return naive_values_forward(layer, g, probs, ctx);
     const int used = compute_labels(g);
     const int B = g.batch, L = g.q_len;
-    const View v = view(B * L, used);
     bucket_probs(g, probs, used);  // Pb [B*L*H, used]
     // ctx += Pb w^V      [B*L*H, d_h] = [B*L*H, used] . [used, d_h]   (or per head)
-    for (int t = 0; t < v.groups; ++t)
-      gemm<T>(Trans::No, Trans::No, v.rows, dh_, used, T(1), Pb_.data() + t * used, v.ld_g,
-              table(w_V_[layer], t), dh_, T(1), ctx + t * dh_, v.ld_x);
+    for (int t = 0; t < groups(); ++t)
+      multiply(x_group(ctx, B * L, t), g_group(std::as_const(Pb_).data(), B * L, used, t),
+               table_rows(w_V_[layer], t, used), T(1), T(1));
   }
 
   void values_backward(int layer, const AttentionGeometry& g, const T* probs, const T* dctx,
@@ -176,36 +173,49 @@ class Shaw : public Encoding<T> {
     if (naive_) return naive_values_backward(layer, g, probs, dctx, dprobs);
     const int used = compute_labels(g);
     const int B = g.batch, L = g.q_len, H = H_;
-    const View v = view(B * L, used);
     bucket_probs(g, probs, used);  // recomputed: cheaper than caching one per layer
     ensure_shape(dPb_, {std::size_t(B) * L * H, std::size_t(used)});
-    for (int t = 0; t < v.groups; ++t) {
+    for (int t = 0; t < groups(); ++t) {
+      const auto dctx_t = x_group(dctx, B * L, t);
       // dPb = dctx w^V^T     [B*L*H, used] = [B*L*H, d_h] . [d_h, used]
-      gemm<T>(Trans::No, Trans::Yes, v.rows, used, dh_, T(1), dctx + t * dh_, v.ld_x,
-              table(w_V_[layer], t), dh_, T(0), dPb_.data() + t * used, v.ld_g);
+      multiply(g_group(dPb_.data(), B * L, used, t), dctx_t, table_rows(w_V_[layer], t, used).t());
       // dw^V += Pb^T dctx    [used, d_h] = [used, B*L*H] . [B*L*H, d_h]
-      gemm<T>(Trans::Yes, Trans::No, used, dh_, v.rows, T(1), Pb_.data() + t * used, v.ld_g,
-              dctx + t * dh_, v.ld_x, T(1), table_grad(w_V_[layer], t), dh_);
+      multiply(table_grad_rows(w_V_[layer], t, used),
+               g_group(std::as_const(Pb_).data(), B * L, used, t).t(), dctx_t, T(1), T(1));
     }
     // dP[b, h, i, j] += dPb[(b L + i) H + h, label_ij]     (gather, visible cells only)
     gather_by_label(g, dPb_.data(), used, dprobs);
   }
 
  private:
-  // How the gemms see the tensors. Shared table: one group, q/ctx as [B*L*H, d_h] (leading
-  // dimension d_h), G/Pb as [B*L*H, used]. Per-head table: H groups, head t is the column slice
-  // q[:, t*d_h : (t+1)*d_h] of [B*L, H*d_h] and G[:, t, :] of [B*L, H, used].
-  struct View {
-    int groups, rows, ld_x, ld_g;
-  };
-  View view(int BL, int used) const {
-    if (per_head_) return {H_, BL, H_ * dh_, H_ * used};
-    return {1, BL * H_, dh_, used};
+  // How the products see the tensors. Shared table: one group, q/ctx as [B*L*H, d_h] (row
+  // stride d_h), G/Pb as [B*L*H, used]. Per-head table: H groups, head t is the column block
+  // q[:, t*d_h : (t+1)*d_h] of [B*L, H*d_h] and G[:, t, :] of [B*L, H*used].
+  int groups() const { return per_head_ ? H_ : 1; }
+  // Group t of x = q, ctx or their gradients [B L, H d_h]:  [B L H, d_h], or [B L, d_h] with
+  // row stride H d_h.
+  template <class X>
+  MatrixView<X> x_group(X* x, int BL, int t) const {
+    if (per_head_) return matrix(x, BL, H_ * dh_).column_block(t * dh_, dh_);
+    return matrix(x, BL * H_, dh_);
+  }
+  // Group t of G, Pb or dPb [B L H, used]:  all of it, or [B L, used] with row stride H used.
+  template <class X>
+  MatrixView<X> g_group(X* x, int BL, int used, int t) const {
+    if (per_head_) return matrix(x, BL, H_ * used).column_block(t * used, used);
+    return matrix(x, BL * H_, used);
   }
 
   // The table of group t (= head t with per_head, the only table otherwise): [k+1, d_h].
   const T* table(Param p, int t) const { return arena_.value(p) + long(t) * (k_ + 1) * dh_; }
   T* table_grad(Param p, int t) { return arena_.grad(p) + long(t) * (k_ + 1) * dh_; }
+  // Its first `used` rows (the labels that occur), [used, d_h], and their gradient.
+  ConstMatrixView<T> table_rows(Param p, int t, int used) const {
+    return matrix(arena_.value(p), groups() * (k_ + 1), dh_).row_block(t * (k_ + 1), used);
+  }
+  MatrixView<T> table_grad_rows(Param p, int t, int used) {
+    return matrix(arena_.grad(p), groups() * (k_ + 1), dh_).row_block(t * (k_ + 1), used);
+  }
 
   void check(int layer, const AttentionGeometry& g) const {
     if (g.n_heads != H_ || g.d_head != dh_)

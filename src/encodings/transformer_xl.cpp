@@ -55,7 +55,7 @@
 // code. Its output is correct only on causal cells j <= i + M; the other cells receive garbage
 // that the attention's causal mask removes before the softmax (the masked softmax never reads
 // them and sets their probabilities to exactly 0). We write BD straight into the padded buffer
-// (gemm with ldc = K + 1), so the shift itself moves no data.
+// (the product's C is rel_shift_input_view, row stride K + 1), so the shift moves no data.
 //
 // Positions that are not contiguous (randomized positions, or any caller passing its own) break
 // the "column c = distance K-1-c" layout. Then we fall back to a gather: the table holds every
@@ -162,22 +162,22 @@ class TransformerXL : public Encoding<T> {
 
     // Positional keys of every distance in the table: Rk = R W_kR   [n, H*d_h]
     Table t;
-    const T* Rk = nullptr;
+    ConstMatrixView<T> Rk;  // [n, H d_h], head h = columns [h d_h, (h+1) d_h)
     T* dvec = nullptr;
     if (uses_R()) {
       t = prepare_table(g);
       table_of_layer_[layer] = t;
       ensure_shape(Rk_[layer], {std::size_t(t.n), std::size_t(d)});
-      gemm<T>(Trans::No, Trans::No, t.n, d, d, T(1), R_.data(), d, arena_.value(W_kR_[layer]), d,
-              T(0), Rk_[layer].data(), d);
-      Rk = Rk_[layer].data();
+      // Rk [n, d] = R [n, d] W_kR [d, H d_h]
+      multiply(matrix(Rk_[layer]), matrix(R_), W_kR(layer));
+      Rk = matrix(Rk_[layer]);
       // (d) v_h . Rk_h[c]: one value per head and distance   dvec [H, n]
       if (term_d_) {
         dvec = grow(dvec_, std::size_t(H) * t.n);
         const T* v = arena_.value(v_[uv(layer)]);
-        for (int h = 0; h < H; ++h)
-          gemm<T>(Trans::No, Trans::Yes, 1, t.n, dh, T(1), v + h * dh, dh, Rk + h * dh, d, T(0),
-                  dvec + long(h) * t.n, t.n);
+        for (int h = 0; h < H; ++h)  // dvec_h [1, n] = v_h [1, d_h] Rk_h^T [d_h, n]
+          multiply(row_vector(dvec + long(h) * t.n, t.n), row_vector(v + h * dh, dh),
+                   Rk.column_block(h * dh, dh).t());
       }
       if (t.contiguous)
         ensure_shape(pad_, {std::size_t(B) * H, rel_shift_padded_size(L, K)});
@@ -186,37 +186,42 @@ class TransformerXL : public Encoding<T> {
     }
     if (term_c_) ensure_shape(cvec_, {std::size_t(B) * H, std::size_t(K)});
     const T* u = term_c_ ? arena_.value(u_[uv(layer)]) : nullptr;
+    const auto q_all = matrix(q, B * L, d);  // [B L, H d_h]
+    const auto k_all = matrix(k, B * K, d);  // [B K, H d_h]
 
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H; ++bh) {
       const int b = bh / H, h = bh % H;
-      const T* q_bh = q + long(b) * L * d + h * dh;  // [L, d_h], row stride d
-      const T* k_bh = k + long(b) * K * d + h * dh;  // [K, d_h], row stride d
-      T* S = scores + long(bh) * L * K;              // [L, K]
+      const auto q_bh = q_all.block(b * L, h * dh, L, dh);  // [L, d_h], row stride d
+      const auto k_bh = k_all.block(b * K, h * dh, K, dh);  // [K, d_h], row stride d
+      T* S = scores + long(bh) * L * K;                     // [L, K]
 
       if (uses_R() && t.contiguous) {
         T* pad = pad_.data() + long(bh) * rel_shift_padded_size(L, K);
-        T* BD = rel_shift_input(pad);  // [L, K], row stride K+1, column c = distance K-1-c
-        add_positional_terms(q_bh, Rk + h * dh, term_d_ ? dvec + long(h) * K : nullptr, L, K, BD,
-                             K + 1);
+        // BD [L, K] inside pad [L, K+1] (row stride K+1), column c = distance K-1-c
+        const auto BD = rel_shift_input_view(pad, L, K);
+        add_positional_terms(q_bh, Rk.column_block(h * dh, dh),
+                             term_d_ ? dvec + long(h) * K : nullptr, BD);
         rel_shift_zero_pad(pad, L, K);
         const T* shifted = rel_shift_output(pad, L);  // [L, K]: distance i+M-j where j <= i+M
         // Every cell, as the official code does: non-causal cells get garbage here, and only
         // the causal mask of the softmax makes that harmless (see rel_shift.hpp).
         for (long c = 0; c < long(L) * K; ++c) S[c] += scale * shifted[c];
       } else if (uses_R()) {
-        T* BD = gather_.data() + long(bh) * L * t.n;  // [L, n], column c = distance dmax - c
-        add_positional_terms(q_bh, Rk + h * dh, term_d_ ? dvec + long(h) * t.n : nullptr, L, t.n,
-                             BD, t.n);
-        for (int i = 0; i < L; ++i)
+        // BD [L, n], column c = distance dmax - c
+        const auto BD = matrix(gather_.data() + long(bh) * L * t.n, L, t.n);
+        add_positional_terms(q_bh, Rk.column_block(h * dh, dh),
+                             term_d_ ? dvec + long(h) * t.n : nullptr, BD);
+        for (int i = 0; i < L; ++i) {
+          const T* BD_i = BD.row(i);
           for (int j = 0; j < K; ++j)
-            if (g.visible(i, j))
-              S[long(i) * K + j] += scale * BD[long(i) * t.n + t.column(distance(g, i, j))];
+            if (g.visible(i, j)) S[long(i) * K + j] += scale * BD_i[t.column(distance(g, i, j))];
+        }
       }
       if (term_c_) {
         // (c) u_h . k_j, one value per key    cvec [K]
         T* c = cvec_.data() + long(bh) * K;
-        gemm<T>(Trans::No, Trans::Yes, 1, K, dh, T(1), u + h * dh, dh, k_bh, d, T(0), c, K);
+        multiply(row_vector(c, K), row_vector(u + h * dh, dh), k_bh.t());  // [1, K]
         for (int i = 0; i < L; ++i)
           for (int j = 0; j < K; ++j) S[long(i) * K + j] += scale * c[j];
       }
@@ -229,17 +234,17 @@ class TransformerXL : public Encoding<T> {
     const int B = g.batch, L = g.q_len, K = g.k_len, d = d_, H = H_, dh = dh_;
 
     Table t;
-    const T* Rk = nullptr;
-    T* dRk = nullptr;
+    ConstMatrixView<T> Rk;  // [n, H d_h]
+    MatrixView<T> dRk;      // [n, H d_h]
     T* csum = nullptr;
     if (uses_R()) {
       t = prepare_table(g);  // the same table as the forward: recomputed only if it changed
       if (t.n != table_of_layer_[layer].n || t.dmax != table_of_layer_[layer].dmax ||
           Rk_[layer].shape(0) != std::size_t(t.n))
         throw std::logic_error("transformer_xl: scores_backward without the matching forward");
-      Rk = Rk_[layer].data();
+      Rk = matrix(Rk_[layer]);
       ensure_zeros(dRk_, {std::size_t(t.n), std::size_t(d)});
-      dRk = dRk_.data();
+      dRk = matrix(dRk_);
       if (term_d_) {
         csum = grow(csum_, std::size_t(H) * t.n);
         std::fill(csum, csum + std::size_t(H) * t.n, T(0));
@@ -254,30 +259,32 @@ class TransformerXL : public Encoding<T> {
     const T* v = term_d_ ? arena_.value(v_[uv(layer)]) : nullptr;
     T* du = term_c_ ? arena_.grad(u_[uv(layer)]) : nullptr;
     T* dv = term_d_ ? arena_.grad(v_[uv(layer)]) : nullptr;
+    const auto q_all = matrix(q, B * L, d), dq_all = matrix(dq, B * L, d);  // [B L, H d_h]
+    const auto k_all = matrix(k, B * K, d), dk_all = matrix(dk, B * K, d);  // [B K, H d_h]
 
     // In parallel over heads only: all the writes of head h (dq, dk columns of h, dRk columns
     // of h, du_h, dv_h, its work rows) are disjoint from those of the other heads.
 #pragma omp parallel for schedule(static)
     for (int h = 0; h < H; ++h) {
-      const T* Rk_h = uses_R() ? Rk + h * dh : nullptr;  // [n, d_h], row stride d
-      T* dRk_h = uses_R() ? dRk + h * dh : nullptr;
+      // Head h of Rk and dRk: [n, d_h], row stride d
+      const auto Rk_h = uses_R() ? Rk.column_block(h * dh, dh) : ConstMatrixView<T>();
+      const auto dRk_h = uses_R() ? dRk.column_block(h * dh, dh) : MatrixView<T>();
       T* csum_h = term_d_ ? csum + long(h) * t.n : nullptr;
       for (int b = 0; b < B; ++b) {
         const T* dS = dscores + (long(b) * H + h) * L * K;  // [L, K], 0 on masked cells
-        const T* q_bh = q + long(b) * L * d + h * dh;
-        const T* k_bh = k + long(b) * K * d + h * dh;
-        T* dq_bh = dq + long(b) * L * d + h * dh;
-        T* dk_bh = dk + long(b) * K * d + h * dh;
+        // Head h of batch row b: [L, d_h] and [K, d_h], row stride d
+        const auto q_bh = q_all.block(b * L, h * dh, L, dh);
+        const auto k_bh = k_all.block(b * K, h * dh, K, dh);
+        const auto dq_bh = dq_all.block(b * L, h * dh, L, dh);
+        const auto dk_bh = dk_all.block(b * K, h * dh, K, dh);
 
         if (uses_R()) {
-          // dBD [L, n] with row stride ld: the gradient of the per-distance scores.
-          const T* dBD = nullptr;
-          int ld = 0;
+          // dBD [L, n]: the gradient of the per-distance scores.
+          ConstMatrixView<T> dBD;
           if (t.contiguous) {
             T* dpad = dpad_.data() + long(h) * rel_shift_padded_size(L, K);
             rel_shift_backward(dS, L, K, dpad);  // causal cells only
-            dBD = rel_shift_input(dpad);
-            ld = K + 1;
+            dBD = rel_shift_input_view(dpad, L, K);  // row stride K+1
           } else {
             T* dg = dgather_.data() + long(h) * L * t.n;
             std::fill(dg, dg + long(L) * t.n, T(0));
@@ -285,17 +292,18 @@ class TransformerXL : public Encoding<T> {
               for (int j = 0; j < K; ++j)
                 if (g.visible(i, j))
                   dg[long(i) * t.n + t.column(distance(g, i, j))] += dS[long(i) * K + j];
-            dBD = dg;
-            ld = t.n;
+            dBD = matrix(dg, L, t.n);
           }
           if (term_b_) {
             // (b) BD = q_h Rk_h^T:  dq_h += scale * dBD Rk_h,  dRk_h += scale * dBD^T q_h
-            gemm<T>(Trans::No, Trans::No, L, dh, t.n, scale, dBD, ld, Rk_h, d, T(1), dq_bh, d);
-            gemm<T>(Trans::Yes, Trans::No, t.n, dh, L, scale, dBD, ld, q_bh, d, T(1), dRk_h, d);
+            multiply(dq_bh, dBD, Rk_h, scale, T(1));         // [L, d_h] = [L, n] [n, d_h]
+            multiply(dRk_h, dBD.t(), q_bh, scale, T(1));     // [n, d_h] = [n, L] [L, d_h]
           }
           if (term_d_)  // (d) BD[i][c] += dvec_h[c]: the gradient of dvec is a column sum
-            for (int i = 0; i < L; ++i)
-              for (int c = 0; c < t.n; ++c) csum_h[c] += dBD[long(i) * ld + c];
+            for (int i = 0; i < L; ++i) {
+              const T* dBD_i = dBD.row(i);
+              for (int c = 0; c < t.n; ++c) csum_h[c] += dBD_i[c];
+            }
         }
         if (term_c_) {
           // (c) S[i][j] += scale * u_h . k_j:  s_j = sum_i dS_ij,
@@ -304,21 +312,21 @@ class TransformerXL : public Encoding<T> {
           std::fill(s, s + K, T(0));
           for (int i = 0; i < L; ++i)
             for (int j = 0; j < K; ++j) s[j] += dS[long(i) * K + j];
-          gemm<T>(Trans::No, Trans::No, K, dh, 1, scale, s, 1, u + h * dh, dh, T(1), dk_bh, d);
-          gemm<T>(Trans::No, Trans::No, 1, dh, K, scale, s, K, k_bh, d, T(1), du + h * dh, dh);
+          //     dk_h [K, d_h] += scale s [K, 1] u_h [1, d_h]
+          //     du_h [1, d_h] += scale s^T [1, K] k_h [K, d_h]
+          multiply(dk_bh, column_vector(s, K), row_vector(u + h * dh, dh), scale, T(1));
+          multiply(row_vector(du + h * dh, dh), row_vector(s, K), k_bh, scale, T(1));
         }
       }
       if (term_d_) {
         // (d) dvec_h = Rk_h v_h:  dv_h += scale * csum^T Rk_h,  dRk_h += scale * csum v_h^T
-        gemm<T>(Trans::No, Trans::No, 1, dh, t.n, scale, csum_h, t.n, Rk_h, d, T(1), dv + h * dh,
-                dh);
-        gemm<T>(Trans::No, Trans::No, t.n, dh, 1, scale, csum_h, 1, v + h * dh, dh, T(1), dRk_h, d);
+        //     [1, d_h] = [1, n] [n, d_h],     [n, d_h] = [n, 1] [1, d_h]
+        multiply(row_vector(dv + h * dh, dh), row_vector(csum_h, t.n), Rk_h, scale, T(1));
+        multiply(dRk_h, column_vector(csum_h, t.n), row_vector(v + h * dh, dh), scale, T(1));
       }
     }
     // Rk = R W_kR:  dW_kR += R^T dRk   [d, n] x [n, H*d_h]
-    if (uses_R())
-      gemm<T>(Trans::Yes, Trans::No, d, d, t.n, T(1), R_.data(), d, dRk, d, T(1),
-              arena_.grad(W_kR_[layer]), d);
+    if (uses_R()) multiply(W_kR_grad(layer), matrix(R_).t(), dRk, T(1), T(1));
   }
 
  private:
@@ -390,25 +398,32 @@ class TransformerXL : public Encoding<T> {
     return t;
   }
 
-  // BD [rows, n] (row stride ld) = q_h Rk_h^T (term b) + dvec_h (term d, broadcast over rows).
-  void add_positional_terms(const T* q_h, const T* Rk_h, const T* dvec_h, int rows, int n, T* BD,
-                            int ld) const {
+  // BD [rows, n] = q_h Rk_h^T (term b) + dvec_h (term d, broadcast over rows).
+  // q_h [rows, d_h], Rk_h [n, d_h], dvec_h [n]; BD may have any row stride.
+  void add_positional_terms(ConstMatrixView<T> q_h, ConstMatrixView<T> Rk_h, const T* dvec_h,
+                            MatrixView<T> BD) const {
+    const int rows = BD.rows(), n = BD.cols();
     if (term_b_)  // (b) q_i . Rk_h[c]
-      gemm<T>(Trans::No, Trans::Yes, rows, n, dh_, T(1), q_h, d_, Rk_h, d_, T(0), BD, ld);
+      multiply(BD, q_h, Rk_h.t());
     else
-      for (int i = 0; i < rows; ++i) std::fill(BD + long(i) * ld, BD + long(i) * ld + n, T(0));
+      for (int i = 0; i < rows; ++i) std::fill(BD.row(i), BD.row(i) + n, T(0));
     if (dvec_h)  // (d) v_h . Rk_h[c]
-      for (int i = 0; i < rows; ++i)
-        for (int c = 0; c < n; ++c) BD[long(i) * ld + c] += dvec_h[c];
+      for (int i = 0; i < rows; ++i) {
+        T* BD_i = BD.row(i);
+        for (int c = 0; c < n; ++c) BD_i[c] += dvec_h[c];
+      }
   }
+
+  // W_kR of a layer and its gradient, [d, H d_h].
+  ConstMatrixView<T> W_kR(int layer) const { return matrix(arena_.value(W_kR_[layer]), d_, d_); }
+  MatrixView<T> W_kR_grad(int layer) { return matrix(arena_.grad(W_kR_[layer]), d_, d_); }
 
   // ---- The naive reference: every visible pair on its own, from the positions ----
 
   // r [H*d_h] = W_kR^T R_dist (all heads), Rrow [d] = the sinusoid of dist.
   void positional_key(int layer, std::int64_t dist, T* Rrow, T* r) const {
     sinusoid_table(&dist, 1, d_, Rrow);
-    gemm<T>(Trans::No, Trans::No, 1, d_, d_, T(1), Rrow, d_, arena_.value(W_kR_[layer]), d_, T(0),
-            r, d_);
+    multiply(row_vector(r, d_), row_vector(Rrow, d_), W_kR(layer));  // [1, d]
   }
 
   static T dot(const T* a, const T* b, int n) {

@@ -25,6 +25,7 @@
 
 #include "config/config.hpp"
 #include "core/arena.hpp"
+#include "core/blas.hpp"
 #include "core/buffer.hpp"
 #include "encodings/registry.hpp"
 #include "model/block.hpp"
@@ -119,12 +120,12 @@ class TransformerLM {
     ensure_shape(logits_, {sB * sL, std::size_t(V)});
     ensure_shape(dlogits_, {sB * sL, std::size_t(V)});
     ensure_shape(token_loss_, {sB * sL});
+    // logits [B L, V] = top [B L, d] E^T [d, V]   (or top W_out [d, V])
+    const auto top_rows = matrix(top, B * L, d);
     if (cfg_.tie_embeddings)
-      parallel_gemm<T>(Trans::No, Trans::Yes, B * L, V, d, T(1), top, d, arena_.value(E_), d, T(0),
-              logits_.data(), V);
+      parallel_multiply(matrix(logits_), top_rows, matrix(arena_.value(E_), V, d).t());
     else
-      parallel_gemm<T>(Trans::No, Trans::No, B * L, V, d, T(1), top, d, arena_.value(W_out_), V, T(0),
-              logits_.data(), V);
+      parallel_multiply(matrix(logits_), top_rows, matrix(arena_.value(W_out_), d, V));
     const T* b_out = arena_.value(b_out_);
     for (long n = 0; n < long(B) * L; ++n)
       for (int v = 0; v < V; ++v) logits_.data()[n * V + v] += b_out[v];
@@ -145,10 +146,11 @@ class TransformerLM {
     T* dtop_pre = ln_f_ ? dfinal_.data() : dtop;
     // logits = top W_out + b  (or top E^T + b)
     if (cfg_.tie_embeddings) {
-      parallel_gemm<T>(Trans::No, Trans::No, N, d, V, T(1), dlogits_.data(), V, arena_.value(E_), d, T(1),
-              dtop_pre, d);
-      parallel_gemm<T>(Trans::Yes, Trans::No, V, d, N, T(1), dlogits_.data(), V, top, d, T(1),
-              arena_.grad(E_), d);
+      // dtop += dlogits [N, V] E [V, d],   dE += dlogits^T [V, N] top [N, d]
+      parallel_multiply(matrix(dtop_pre, N, d), matrix(dlogits_),
+                        matrix(arena_.value(E_), V, d), T(1), T(1));
+      parallel_multiply(matrix(arena_.grad(E_), V, d), matrix(dlogits_).t(),
+                        matrix(top, N, d), T(1), T(1));
       T* db = arena_.grad(b_out_);
       for (long n = 0; n < N; ++n)
         for (int v = 0; v < V; ++v) db[v] += dlogits_.data()[n * V + v];

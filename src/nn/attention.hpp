@@ -19,6 +19,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "core/arena.hpp"
 #include "core/blas.hpp"
@@ -68,24 +69,23 @@ class Attention {
     // (a) of the score: content term, S = scale * q_h k_h^T, one BLAS call per (b, h).
     scale_ = enc.score_scale(dh_);
     content_ = enc.has_content_term();
-    T* S = probs_.data();
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H_; ++bh) {
       const int b = bh / H_, h = bh % H_;
-      gemm<T>(Trans::No, Trans::Yes, L, K, dh_, content_ ? scale_ : T(0), q_head(b, h), d,
-              k_head(b, h), d, T(0), S + long(bh) * L * K, K);
+      // S_bh [L, K] = scale * q_h [L, d_h] k_h^T [d_h, K]
+      multiply(per_head(probs_, bh), head(q_, b, h), head(k_, b, h).t(), content_ ? scale_ : T(0));
     }
     // (c) positional score terms.
-    if (enc.has_score_terms()) enc.scores_forward(layer, g, q_.data(), k_.data(), scale_, S);
+    if (enc.has_score_terms())
+      enc.scores_forward(layer, g, q_.data(), k_.data(), scale_, probs_.data());
 
     // Causal softmax (masked cells become exactly 0), then z_h = P_h v_h.
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H_; ++bh) {
       const int b = bh / H_, h = bh % H_;
-      T* P = S + long(bh) * L * K;
-      for (int i = 0; i < L; ++i) masked_softmax_row(P + long(i) * K, i, g);
-      gemm<T>(Trans::No, Trans::No, L, dh_, K, T(1), P, K, v_head(b, h), d, T(0),
-              ctx_.data() + long(b) * L * d + h * dh_, d);
+      const auto P = per_head(probs_, bh);  // [L, K], the scores until the softmax
+      for (int i = 0; i < L; ++i) masked_softmax_row(P.row(i), i, g);
+      multiply(head(ctx_, b, h), P, head(v_, b, h));  // z_h [L, d_h] = P_h [L, K] v_h [K, d_h]
     }
     // (d) positional value terms.
     if (enc.has_value_terms()) enc.values_forward(layer, g, probs_.data(), ctx_.data());
@@ -120,26 +120,22 @@ class Attention {
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H_; ++bh) {
       const int b = bh / H_, h = bh % H_;
-      const T* P = probs_.data() + long(bh) * L * K;
-      T* dP = dprobs_.data() + long(bh) * L * K;
-      const T* dz = dctx_.data() + long(b) * L * d + h * dh_;
-      gemm<T>(Trans::No, Trans::Yes, L, K, dh_, T(1), dz, d, v_head(b, h), d,
-              value_terms ? T(1) : T(0), dP, K);
-      gemm<T>(Trans::Yes, Trans::No, K, dh_, L, T(1), P, K, dz, d, T(0),
-              dv_.data() + long(b) * K * d + h * dh_, d);
+      const auto P = per_head(std::as_const(probs_), bh);  // [L, K]
+      const auto dP = per_head(dprobs_, bh);                // [L, K]
+      const auto dz = head(std::as_const(dctx_), b, h);     // [L, d_h], row stride d
+      multiply(dP, dz, head(v_, b, h).t(), T(1), value_terms ? T(1) : T(0));  // dP_h += dz_h v_h^T
+      multiply(head(dv_, b, h), P.t(), dz);  // dv_h [K, d_h] = P_h^T [K, L] dz_h [L, d_h]
       for (int i = 0; i < L; ++i) {
-        const T* p = P + long(i) * K;
-        T* dp = dP + long(i) * K;
+        const T* p = P.row(i);
+        T* dp = dP.row(i);
         T dot = 0;
         for (int j = 0; j < K; ++j) dot += p[j] * dp[j];
         for (int j = 0; j < K; ++j) dp[j] = p[j] * (dp[j] - dot);
       }
       // Content score S = scale * q k^T:  dq_h = scale * dS k_h,  dk_h = scale * dS^T q_h.
       const T content_scale = content_ ? scale_ : T(0);
-      gemm<T>(Trans::No, Trans::No, L, dh_, K, content_scale, dP, K, k_head(b, h), d, T(0),
-              dq_.data() + long(b) * L * d + h * dh_, d);
-      gemm<T>(Trans::Yes, Trans::No, K, dh_, L, content_scale, dP, K, q_head(b, h), d, T(0),
-              dk_.data() + long(b) * K * d + h * dh_, d);
+      multiply(head(dq_, b, h), dP, head(k_, b, h), content_scale);      // [L, d_h]
+      multiply(head(dk_, b, h), dP.t(), head(q_, b, h), content_scale);  // [K, d_h]
     }
     // (c) positional score terms, then (b) the rotation, backwards.
     if (enc.has_score_terms())
@@ -166,9 +162,21 @@ class Attention {
   Param W_q, W_k, W_v, W_o;
 
  private:
-  const T* q_head(int b, int h) const { return q_.data() + long(b) * q_.shape(1) * d_ + h * dh_; }
-  const T* k_head(int b, int h) const { return k_.data() + long(b) * k_.shape(1) * d_ + h * dh_; }
-  const T* v_head(int b, int h) const { return v_.data() + long(b) * v_.shape(1) * d_ + h * dh_; }
+  // Head h of batch row b of x [B, R, H d_h] (q, k, v, ctx and their gradients): the block
+  // rows [b R, (b+1) R), columns [h d_h, (h+1) d_h) of x seen as [B R, d]. [R, d_h], row stride d.
+  // (A const x gives a read-only view.)
+  template <class Tensor3>
+  auto head(Tensor3& x, int b, int h) const {
+    const int R = int(x.shape(1));
+    return matrix(x).block(b * R, h * dh_, R, dh_);
+  }
+  // The [L, K] block of batch row b and head h (bh = b H + h) of scores, probabilities or their
+  // gradients [B, H, L, K], seen as [B H L, K].
+  template <class Tensor4>
+  static auto per_head(Tensor4& x, int bh) {
+    const int L = int(x.shape(2));
+    return matrix(x).row_block(bh * L, L);
+  }
 
   // y[B, L, d] = (rows M..M+L-1 of every x[b]) W
   void segment_rows_gemm(const T* x, const T* W, T* y, int B, int L, int M) const {

@@ -13,7 +13,7 @@ namespace poslab {
 
 template <class T>
 void linear_forward(const T* x, const T* W, const T* b, T* y, int N, int in, int out) {
-  parallel_gemm<T>(Trans::No, Trans::No, N, out, in, T(1), x, in, W, out, T(0), y, out);
+  parallel_multiply(matrix(y, N, out), matrix(x, N, in), matrix(W, in, out));  // y = x W
   if (b == nullptr) return;
 #pragma omp parallel for schedule(static)
   for (int n = 0; n < N; ++n) {
@@ -26,8 +26,9 @@ void linear_forward(const T* x, const T* W, const T* b, T* y, int N, int in, int
 template <class T>
 void linear_backward(const T* dy, const T* x, const T* W, T* dx, T* dW, T* db, int N, int in,
                      int out) {
-  if (dx) parallel_gemm<T>(Trans::No, Trans::Yes, N, in, out, T(1), dy, out, W, out, T(1), dx, in);
-  if (dW) parallel_gemm<T>(Trans::Yes, Trans::No, in, out, N, T(1), x, in, dy, out, T(1), dW, out);
+  const auto dY = matrix(dy, N, out);
+  if (dx) parallel_multiply(matrix(dx, N, in), dY, matrix(W, in, out).t(), T(1), T(1));  // dy W^T
+  if (dW) parallel_multiply(matrix(dW, in, out), matrix(x, N, in).t(), dY, T(1), T(1));  // x^T dy
   if (db) {
     // A plain loop: several times faster than xt::sum over an axis (ENGINEERING.md).
     for (int n = 0; n < N; ++n) {

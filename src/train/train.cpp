@@ -54,7 +54,7 @@ std::string set_threads(int threads) {
     chosen_by += " (capped at the " + std::to_string(processors) + " processors)";
   }
   omp_set_num_threads(threads);
-  set_blas_threads(1);  // all threading is OpenMP's (see parallel_gemm in core/blas.hpp)
+  set_blas_threads(1);  // all threading is OpenMP's (see parallel_multiply in core/blas.hpp)
   return chosen_by;
 }
 
