@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test (each Catch2 test case is a CTest test),
-# then the Slurm export on a real, private one-node Slurm cluster (scripts/test-slurm.sh, which
-# installs Debian's slurmctld, slurmd and munge and needs root). Non-zero if anything fails.
+# then the unit tests under AddressSanitizer and UndefinedBehaviorSanitizer
+# (scripts/test-sanitize.sh), then the Slurm export on a real, private one-node Slurm cluster
+# (scripts/test-slurm.sh, which installs Debian's slurmctld, slurmd and munge and needs root).
+# Non-zero if anything fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash scripts/setup.sh
 ctest --test-dir build --output-on-failure -j2
+bash scripts/test-sanitize.sh   # the unit tests again under ASan and UBSan (build-sanitize/)
 exec bash scripts/test-slurm.sh
