@@ -10,6 +10,9 @@
 // A fixed thread count gives bit-identical results.
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -81,6 +84,16 @@ TEST_CASE("train.threads = 0 follows SLURM_CPUS_PER_TASK, then OMP_NUM_THREADS",
   }
   const nlohmann::json e = train(scratch.path, "fixed", "--set train.threads=1");
   CHECK(e["provenance"]["threads_from"] == "train.threads");
+  // The processor is recorded too: the same build rounds differently on another kind of CPU.
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  const std::string text((std::istreambuf_iterator<char>(cpuinfo)), std::istreambuf_iterator<char>());
+  const std::string cpu = e["provenance"]["cpu"].get<std::string>();
+  if (text.find("model name") != std::string::npos) {
+    CHECK_FALSE(cpu.empty());
+    CHECK_THAT(text, Catch::Matchers::Contains("model name\t: " + cpu));
+  } else {
+    CHECK(cpu.empty());
+  }
 }
 
 TEST_CASE("the thread count changes a result only by rounding", "[threads]") {

@@ -388,6 +388,7 @@ int run_train(const Config& cfg, ExistingRun existing) {
                              {"threads", provenance.threads},
                              {"threads_from", provenance.threads_from},
                              {"host", provenance.host},
+                             {"cpu", provenance.cpu},
                              {"started", started},
                              {"finished", utc_now()}}}};
   if (!std::isnan(unigram)) result["unigram_loss"] = unigram;

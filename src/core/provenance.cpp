@@ -6,6 +6,7 @@
 #include <array>
 #include <chrono>
 #include <ctime>
+#include <fstream>
 
 extern "C" char* openblas_get_config();  // OpenBLAS' own description of the library
 
@@ -28,6 +29,12 @@ Provenance collect_provenance(const std::string& threads_from) {
   p.threads_from = threads_from;
   std::array<char, 256> host{};
   if (gethostname(host.data(), host.size() - 1) == 0) p.host = host.data();
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);)
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      p.cpu = line.substr(line.find(':') + 2);
+      break;
+    }
   return p;
 }
 

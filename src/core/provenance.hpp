@@ -22,6 +22,10 @@ struct Provenance {
   int threads = 0;             // OpenMP threads in use
   std::string threads_from;    // what chose them: "train.threads", "SLURM_CPUS_PER_TASK", ...
   std::string host;            // gethostname()
+  // The processor's model (/proc/cpuinfo "model name"): the same build rounds differently on
+  // another kind of CPU (-march=native code, and the kernel OpenBLAS picks at start-up), so
+  // results are bit-identical only on the same kind.
+  std::string cpu;
 };
 
 // The facts of this process (call after set_threads).
