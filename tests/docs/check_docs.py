@@ -28,6 +28,8 @@
    walks through the example encoding with such excerpts, so it cannot drift from the code.
 6. Registry. Every encoding `poslab encodings` lists has its row in the README's table of
    encodings (chapter 7, step 3: what a new encoding needs beyond its file).
+7. Help texts. Every `poslab SUBCOMMAND ... --option` example inside any command's --help names
+   an existing subcommand and options it has (the help must not drift from the options either).
 Every problem is printed as FILE:LINE: what is wrong; the exit code is 1 if there is any.
 """
 import os
@@ -223,6 +225,35 @@ def check_registry(readme, text, poslab, problems):
                             f"encodings) has no row in the table of encodings")
 
 
+HELP_EXAMPLE = re.compile(r"^\s*poslab ([a-z]+)\b([^\n]*)", re.M)
+
+
+def check_help_examples(helps, problems):
+    """helps: {"": top-level --help, "train": train --help, ...}."""
+    for shown_in, text in helps.items():
+        for m in HELP_EXAMPLE.finditer(text or ""):
+            command, rest = m.group(1), m.group(2).split("#")[0]
+            where = f"poslab {shown_in + ' ' if shown_in else ''}--help"
+            if command not in helps:
+                problems.append(f"{where}: the example 'poslab {command}' names no subcommand")
+                continue
+            # The options the command defines: its --help's option lines, not its examples.
+            defined = set(re.findall(r"^\s+(?:-\w,)?(--[a-z][a-z0-9-]*)", helps[command] or "",
+                                     re.M))
+            for option in re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", rest):
+                if option not in defined:
+                    problems.append(f"{where}: the example 'poslab {command} ...' uses {option}, "
+                                    f"which 'poslab {command}' does not have")
+
+
+def all_help_texts(poslab):
+    top = help_text(poslab, "") or ""
+    helps = {"": top}
+    for command in re.findall(r"^  ([a-z]+)\s{2,}", top.split("Subcommands:")[-1], re.M):
+        helps[command] = help_text(poslab, command)
+    return helps
+
+
 def check(poslab, paths=None):
     problems = []
     for path in paths or documents():
@@ -236,6 +267,8 @@ def check(poslab, paths=None):
         if paths is None and os.path.basename(path) == "README.md" and \
                 os.path.dirname(path) == REPO:
             check_registry(path, text, poslab, problems)
+    if paths is None:
+        check_help_examples(all_help_texts(poslab), problems)
     return problems
 
 
@@ -280,6 +313,17 @@ def self_test(poslab):
     check_registry(os.path.join(REPO, "README.md"), readme.replace("| `alibi` |", "| alibi |"),
                    poslab, found)
     cases["encoding without a README row"] = None
+    # The help check: a planted example with an option its command lacks.
+    helps = all_help_texts(poslab)
+    planted = dict(helps)
+    planted["bench"] = (helps["bench"] or "") + "\n  poslab bench --no-such-option 3\n"
+    clean, dirty = [], []
+    check_help_examples(helps, clean)
+    check_help_examples(planted, dirty)
+    cases["help example with a missing option"] = None
+    if clean or len(dirty) != 1:
+        failures.append(f"help examples: expected 0 problems in the real help and 1 with the "
+                        f"planted example, found {clean} and {dirty}")
     if len(found) != 1:
         failures.append(f"encoding without a README row: expected 1 problem, found {found}")
     for f in failures:
