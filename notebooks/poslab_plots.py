@@ -394,6 +394,10 @@ def pilot_gate(summary, out_dir, name):
         xs = [i + (e - (len(encodings) - 1) / 2) * width for i in range(len(variants))]
         ax.bar(xs, means, width, color=poslab_style.colour(encoding),
                label=poslab_style.label(encoding))
+        for x, m in zip(xs, means):  # the value on every bar: a bar of 0 is otherwise invisible
+            if m == m:  # not NaN (no such run)
+                ax.annotate(f"{m:.2f}", (x, m), xytext=(0, 2), textcoords="offset points",
+                            ha="center", va="bottom", fontsize=6.5)
     ax.set_xticks(range(len(variants)), variants)
     ax.set_ylim(0, 1.05)
     ax.set_ylabel("exact match, largest training sizes")
