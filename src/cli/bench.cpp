@@ -11,6 +11,7 @@
 
 #include "cli/commands.hpp"
 #include "core/blas.hpp"
+#include "core/memory_usage.hpp"
 #include "core/provenance.hpp"
 #include "core/rng.hpp"
 #include "model/flops.hpp"
@@ -360,6 +361,72 @@ int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long t
   if (!csv_path.empty()) {
     write_file_atomically(csv_path, csv);
     std::cout << "wrote " << csv_path << "\n";
+  }
+  return 0;
+}
+
+}  // namespace poslab
+
+namespace poslab {
+
+// `poslab bench --eval-memory M,...`: peak resident memory of evaluating one batch row with a
+// memory of M tokens (segment train.seq_len), through the evaluation-only forward (the default)
+// or, with --eval-memory-path training, through the training forward that keeps every layer's
+// attention weights (what evaluation did before). The model is freshly initialized (memory use
+// does not depend on the weights); ceil(M / L) + 1 segments fill the memory, so the last one
+// attends over K = M + L keys. One process per measurement gives clean peaks (glibc may keep
+// freed memory); the peak includes the process's baseline, printed alongside.
+int run_bench_eval_memory(const Config& cfg, const std::vector<int>& mem_lens,
+                          const std::string& path, const std::string& csv_path) {
+  if (path != "inference" && path != "training")
+    throw std::invalid_argument("--eval-memory-path must be 'inference' or 'training', got '" +
+                                path + "'");
+  const int L = cfg.train.seq_len;
+  for (int m : mem_lens)
+    check_memory(cfg, 1, L, m, /*training=*/false, "bench --eval-memory " + std::to_string(m));
+  set_threads(cfg.train.threads);
+  std::string csv = "path,encoding,d_model,n_layers,n_heads,batch,segment,memory,context,"
+                    "estimated_mb,baseline_rss_mb,peak_rss_mb\n";
+  std::cout << "poslab bench --eval-memory (" << path << " forward): d_model "
+            << cfg.model.d_model << ", " << cfg.model.n_layers << " layers, " << cfg.model.n_heads
+            << " heads, encoding '" << cfg.encoding.type << "', batch 1, segment " << L << "\n";
+  for (int M : mem_lens) {
+    const double mb = 1 << 20;
+    const double baseline = double(current_memory_bytes()) / mb;
+    reset_peak_memory();
+    {
+      MemoryConfig memory = cfg.memory;
+      memory.mem_len = M;
+      TransformerLM<float> model(cfg.model, cfg.encoding, memory);
+      model.init(cfg.train.seed);
+      model.set_inference_only(path == "inference");
+      Rng rng(cfg.train.seed);
+      std::vector<std::int32_t> inputs(L), targets(L);
+      const int segments = (M + L - 1) / L + 1;
+      for (int s = 0; s < segments; ++s) {
+        for (int i = 0; i < L; ++i) {
+          inputs[i] = std::int32_t(rng.below(cfg.model.vocab_size));
+          targets[i] = std::int32_t(rng.below(cfg.model.vocab_size));
+        }
+        model.forward(inputs.data(), targets.data(), nullptr, 1, L, 0, true);
+      }
+    }
+    const double peak = double(peak_memory_bytes()) / mb;
+    const double estimate = estimated_bytes(cfg, 1, L, M, /*training=*/false) / mb;
+    std::ostringstream row;
+    row << path << ',' << cfg.encoding.type << ',' << cfg.model.d_model << ','
+        << cfg.model.n_layers << ',' << cfg.model.n_heads << ",1," << L << ',' << M << ','
+        << (M + L) << ',' << std::fixed << std::setprecision(1) << estimate << ',' << baseline
+        << ',' << peak << '\n';
+    csv += row.str();
+    std::cout << "  context " << std::setw(6) << M + L << " (memory " << std::setw(6) << M
+              << "): peak RSS " << std::fixed << std::setprecision(1) << peak << " MB (baseline "
+              << baseline << " MB, estimate " << estimate << " MB)\n";
+  }
+  if (!csv_path.empty()) {
+    std::ofstream out(csv_path);
+    out << csv;
+    if (!out) throw std::runtime_error("cannot write " + csv_path);
   }
   return 0;
 }

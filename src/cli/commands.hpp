@@ -44,6 +44,11 @@ int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long t
 // Every registered encoding (and its naive path, where it has one) at each segment length, with
 // batch x segment = tokens_per_step and memory = segment: tokens/s, counted FLOPs per token,
 // GFLOP/s and the ratio to 'none'; writes a CSV if csv_path is not empty.
+// Peak resident memory of evaluation (one batch row, segment train.seq_len) at each memory
+// length, through the evaluation-only ("inference") or the training forward.
+int run_bench_eval_memory(const Config& cfg, const std::vector<int>& mem_lens,
+                          const std::string& path, const std::string& csv_path);
+
 int run_bench_scaling(const Config& cfg, int steps, const std::vector<int>& segments,
                       int tokens_per_step, const std::string& csv_path);
 

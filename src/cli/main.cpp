@@ -165,6 +165,8 @@ struct Arguments {
   std::vector<int> reuse_attn_lens;  // bench --reuse: attention lengths
   long reuse_targets = 64;           // bench --reuse: scored tokens per measurement
   std::string csv_path;              // bench --reuse, --scaling: where to write the table
+  std::vector<int> eval_memory_lens;  // bench --eval-memory: memory lengths
+  std::string eval_memory_path = "inference";  // bench --eval-memory-path
   std::vector<int> scaling_segments; // bench --scaling: segment lengths
   int scaling_tokens = 1024;         // bench --scaling: batch x segment
   bool force = false;                // train: move an existing run aside
@@ -311,11 +313,21 @@ int run(int argc, char** argv) {
       ->type_name("S,S,...")
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 16));
+  bench->add_option("--eval-memory", args.eval_memory_lens,
+                    "Peak resident memory of evaluating one row with each memory length M "
+                    "(segment train.seq_len)")
+      ->type_name("M,M,...")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1 << 20));
+  bench->add_option("--eval-memory-path", args.eval_memory_path,
+                    "--eval-memory: 'inference' (evaluation-only forward, the default) or "
+                    "'training' (the forward that keeps every layer's weights)")
+      ->type_name("PATH");
   bench->add_option("--tokens", args.scaling_tokens, "--scaling: tokens per step (batch x segment)")
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 24));
   bench->add_option("--csv", args.csv_path,
-                    "--reuse, --scaling: also write the table to this CSV file")
+                    "--reuse, --scaling, --eval-memory: also write the table to this CSV file")
       ->type_name("FILE");
   add_overrides(bench, args);
   bench->footer(
@@ -324,11 +336,12 @@ int run(int argc, char** argv) {
       "ceiling: the model's own products timed alone in their batched form (docs/09).\n"
       "The defaults are the reference configuration: d_model 128, 4 layers, 4 heads,\n"
       "d_inner 512, segment 64, batch 16, 256 symbols. Measure on an otherwise idle machine.\n"
-      "Writes nothing, except the --csv file of --reuse.\n"
+      "Writes nothing, except the --csv file of --reuse, --scaling or --eval-memory.\n"
       "Example:\n"
       "  poslab bench --steps 20 --set model.d_model=256 --set encoding.type=shaw\n"
       "  poslab bench --compare 64        # every encoding, memory 0 and 64\n"
       "  poslab bench --scaling 64,128,256,512 --steps 5 --csv results/bench/scaling.csv\n"
+      "  poslab bench --eval-memory 512,2048 --set train.seq_len=512 --set model.n_layers=2\n"
       "  poslab bench --reuse 128,256,512,1024,2048 --set encoding.type=transformer_xl "
       "--csv results/bench/reuse_speed.csv");
 
@@ -441,6 +454,9 @@ int run(int argc, char** argv) {
                              : load_config(args.config_path, args.overrides);
       if (!args.reuse_attn_lens.empty())
         return run_bench_reuse(cfg, args.reuse_attn_lens, args.reuse_targets, args.csv_path);
+      if (!args.eval_memory_lens.empty())
+        return run_bench_eval_memory(cfg, args.eval_memory_lens, args.eval_memory_path,
+                                     args.csv_path);
       if (args.compare_mem_len >= 0)
         return run_bench_comparison(cfg, args.steps, args.compare_mem_len);
       if (!args.scaling_segments.empty())

@@ -20,6 +20,15 @@ inline std::int64_t peak_memory_bytes() {
   return 0;
 }
 
+// Resident memory now (VmRSS), bytes.
+inline std::int64_t current_memory_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;  // "VmRSS: 123 kB"
+  return 0;
+}
+
 // Starts a new peak at the current resident size.
 inline void reset_peak_memory() {
   std::ofstream clear("/proc/self/clear_refs");

@@ -43,8 +43,11 @@ class Block {
     ln_2.init();
   }
 
-  // x [B, L, d] -> y [B, L, d]. g.mem_len must equal memory_rows().
-  void forward(const T* x, const AttentionGeometry& g, Encoding<T>& enc, T* y) {
+  // x [B, L, d] -> y [B, L, d]. g.mem_len must equal memory_rows(). With `inference` (the
+  // scratch shared by all layers, nn/inference_scratch.hpp) the attention keeps nothing for
+  // backward; the layer's own [B, L, d] and [B, K, d] buffers are used either way.
+  void forward(const T* x, const AttentionGeometry& g, Encoding<T>& enc, T* y,
+               InferenceScratch<T>* inference = nullptr) {
     const int B = g.batch, L = g.q_len, M = g.mem_len, K = g.k_len, d = d_;
     const std::size_t sB = B, sL = L, sK = K, sd = d;
     ensure_shape(cat_, {sB, sK, sd});
@@ -59,7 +62,7 @@ class Block {
     if (!pre_ln_) {
       ensure_shape(r1_, {sB, sL, sd});
       ensure_shape(r2_, {sB, sL, sd});
-      attn.forward(cat_.data(), g, enc, layer_, a_.data());
+      attend(cat_.data(), g, enc, inference);
       add(x, a_.data(), r1_.data(), B * L * d);  // r1 = x + Attn(c)
       ln_1.forward(r1_.data(), h_.data(), B * L);  // h = LN_1(r1)
       ff.forward(h_.data(), f_.data(), B * L);
@@ -69,7 +72,7 @@ class Block {
       ensure_shape(c_norm_, {sB, sK, sd});
       ensure_shape(h_norm_, {sB, sL, sd});
       ln_1.forward(cat_.data(), c_norm_.data(), B * K);  // c = LN_1([mem ; x])
-      attn.forward(c_norm_.data(), g, enc, layer_, a_.data());
+      attend(c_norm_.data(), g, enc, inference);
       add(x, a_.data(), h_.data(), B * L * d);  // h = x + Attn(c)
       ln_2.forward(h_.data(), h_norm_.data(), B * L);
       ff.forward(h_norm_.data(), f_.data(), B * L);
@@ -146,6 +149,14 @@ class Block {
   }
 
  private:
+  // a_ = Attn(c), for training or for evaluation only.
+  void attend(const T* c, const AttentionGeometry& g, Encoding<T>& enc,
+              InferenceScratch<T>* inference) {
+    if (inference)
+      attn.forward_inference(c, g, enc, layer_, a_.data(), *inference);
+    else
+      attn.forward(c, g, enc, layer_, a_.data());
+  }
   static std::string prefix(int layer) { return "layer" + std::to_string(layer) + "."; }
   static void add(const T* a, const T* b, T* out, long n) {
     for (long i = 0; i < n; ++i) out[i] = a[i] + b[i];

@@ -106,7 +106,9 @@ class TransformerLM {
     embedding_forward<T>(tokens, arena_.value(E_), x0, B * L, d, embed_scale());
     encoding_->embed_forward(geometry_, x0);
     for (int n = 0; n < cfg_.n_layers; ++n)
-      blocks_[n]->forward(layer_input(n), geometry_, *encoding_, layer_input(n + 1));
+      blocks_[n]->forward(layer_input(n), geometry_, *encoding_, layer_input(n + 1),
+                          inference_only_ ? &inference_ : nullptr);
+    last_forward_inference_ = inference_only_;
     if (update_memory && memory_cfg_.mem_len > 0)
       for (auto& b : blocks_) b->update_memory(B, geometry_.k_len, memory_cfg_.mem_len);
 
@@ -135,6 +137,9 @@ class TransformerLM {
 
   // Gradients of the last forward's loss, accumulated into the arena's gradients.
   void backward() {
+    if (last_forward_inference_)
+      throw std::logic_error("backward() after an evaluation-only forward pass (the attention "
+                             "weights it needs were not kept)");
     const int B = geometry_.batch, L = geometry_.q_len, d = cfg_.d_model, V = cfg_.vocab_size;
     const int N = B * L;
     const std::size_t sN = N, sd = d;
@@ -165,6 +170,16 @@ class TransformerLM {
     embedding_backward<T>(tokens_.data(), dlayer(0), arena_.grad(E_), N, d, embed_scale());
   }
 
+  // Evaluation only: forward passes from now on keep nothing for backward, and all layers share
+  // one set of attention buffers, the scores made a chunk of batch rows at a time
+  // (nn/inference_scratch.hpp). Same results as the training forward. Returns the previous state.
+  bool set_inference_only(bool on) {
+    const bool was = inference_only_;
+    inference_only_ = on;
+    return was;
+  }
+  // The shared buffers of evaluation-only passes (tests lower score_budget_bytes to 0).
+  InferenceScratch<T>& inference_scratch() { return inference_; }
   void reset_memory(int B = 0) {
     for (auto& b : blocks_) b->reset_memory(B);
   }
@@ -288,6 +303,8 @@ class TransformerLM {
   xt::xtensor<T, 3> x_, dx_;
   xt::xtensor<T, 2> final_, dfinal_, logits_, dlogits_;
   xt::xtensor<T, 1> token_loss_;
+  bool inference_only_ = false, last_forward_inference_ = false;
+  InferenceScratch<T> inference_;  // shared by all layers' evaluation-only attention
 };
 
 }  // namespace poslab

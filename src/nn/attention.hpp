@@ -26,6 +26,7 @@
 #include "core/buffer.hpp"
 #include "core/rng.hpp"
 #include "encodings/encoding.hpp"
+#include "nn/inference_scratch.hpp"
 #include "nn/linear.hpp"
 
 namespace poslab {
@@ -49,48 +50,30 @@ class Attention {
     }
   }
 
-  // x [B, K, d] -> out [B, L, d]. Caches what backward needs.
+  // x [B, K, d] -> out [B, L, d]. Caches what backward needs, in this layer's own buffers.
   void forward(const T* x, const AttentionGeometry& g, Encoding<T>& enc, int layer, T* out) {
-    const int B = g.batch, L = g.q_len, K = g.k_len, M = g.mem_len, d = d_;
+    const int B = g.batch, L = g.q_len, K = g.k_len, d = d_;
     ensure_shape(q_, {std::size_t(B), std::size_t(L), std::size_t(d)});
     ensure_shape(k_, {std::size_t(B), std::size_t(K), std::size_t(d)});
     ensure_shape(v_, {std::size_t(B), std::size_t(K), std::size_t(d)});
     ensure_shape(probs_, {std::size_t(B), std::size_t(H_), std::size_t(L), std::size_t(K)});
     ensure_shape(ctx_, {std::size_t(B), std::size_t(L), std::size_t(d)});
+    forward_in_chunks(x, g, enc, layer, out, q_, k_, v_, ctx_, probs_, B);
+  }
 
-    // Projections. Queries: rows M..K-1 of each batch element (one call when there is no memory).
-    segment_rows_gemm(x, arena_.value(W_q), q_.data(), B, L, M);
-    linear_forward<T>(x, arena_.value(W_k), nullptr, k_.data(), B * K, d, d);
-    linear_forward<T>(x, arena_.value(W_v), nullptr, v_.data(), B * K, d, d);
-
-    // (b) rotations of q and k (RoPE); q_, k_ keep the rotated values for backward.
-    if (enc.has_qk_transform()) enc.qk_forward(layer, g, q_.data(), k_.data());
-
-    // (a) of the score: content term, S = scale * q_h k_h^T, one BLAS call per (b, h).
-    scale_ = enc.score_scale(dh_);
-    content_ = enc.has_content_term();
-#pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H_; ++bh) {
-      const int b = bh / H_, h = bh % H_;
-      // S_bh [L, K] = scale * q_h [L, d_h] k_h^T [d_h, K]
-      multiply(per_head(probs_, bh), head(q_, b, h), head(k_, b, h).t(), content_ ? scale_ : T(0));
-    }
-    // (c) positional score terms.
-    if (enc.has_score_terms())
-      enc.scores_forward(layer, g, q_.data(), k_.data(), scale_, probs_.data());
-
-    // Causal softmax (masked cells become exactly 0), then z_h = P_h v_h.
-#pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H_; ++bh) {
-      const int b = bh / H_, h = bh % H_;
-      const auto P = per_head(probs_, bh);  // [L, K], the scores until the softmax
-      for (int i = 0; i < L; ++i) masked_softmax_row(P.row(i), i, g);
-      multiply(head(ctx_, b, h), P, head(v_, b, h));  // z_h [L, d_h] = P_h [L, K] v_h [K, d_h]
-    }
-    // (d) positional value terms.
-    if (enc.has_value_terms()) enc.values_forward(layer, g, probs_.data(), ctx_.data());
-
-    linear_forward<T>(ctx_.data(), arena_.value(W_o), nullptr, out, B * L, d, d);
+  // The same function for evaluation only (nn/inference_scratch.hpp): the buffers are the
+  // scratch shared by all layers, the scores are made a chunk of batch rows at a time, and
+  // nothing is kept for backward (backward after this is an error the model prevents).
+  void forward_inference(const T* x, const AttentionGeometry& g, Encoding<T>& enc, int layer,
+                         T* out, InferenceScratch<T>& s) {
+    const int B = g.batch, L = g.q_len, K = g.k_len, d = d_;
+    const int rows = inference_chunk_rows(B, H_, L, K, sizeof(T), s.score_budget_bytes);
+    ensure_shape(s.q, {std::size_t(B), std::size_t(L), std::size_t(d)});
+    ensure_shape(s.k, {std::size_t(B), std::size_t(K), std::size_t(d)});
+    ensure_shape(s.v, {std::size_t(B), std::size_t(K), std::size_t(d)});
+    ensure_shape(s.scores, {std::size_t(rows), std::size_t(H_), std::size_t(L), std::size_t(K)});
+    ensure_shape(s.ctx, {std::size_t(B), std::size_t(L), std::size_t(d)});
+    forward_in_chunks(x, g, enc, layer, out, s.q, s.k, s.v, s.ctx, s.scores, rows);
   }
 
   // dout [B, L, d]; x is the forward input. Accumulates dx [B, K, d] (memory rows included;
@@ -162,6 +145,59 @@ class Attention {
   Param W_q, W_k, W_v, W_o;
 
  private:
+  // The forward pass over buffers q [B, L, d], k, v [B, K, d], ctx [B, L, d] and probs
+  // [R, H, L, K], for R = chunk_rows batch rows at a time. With R = B there is one chunk and
+  // these are exactly the calls of a whole-batch pass. A chunk of rows b0 .. b0 + R - 1 gives
+  // the score and value hooks a geometry with batch = R and pointers offset to row b0.
+  void forward_in_chunks(const T* x, const AttentionGeometry& g, Encoding<T>& enc, int layer,
+                         T* out, xt::xtensor<T, 3>& q, xt::xtensor<T, 3>& k, xt::xtensor<T, 3>& v,
+                         xt::xtensor<T, 3>& ctx, xt::xtensor<T, 4>& probs, int chunk_rows) {
+    const int B = g.batch, L = g.q_len, K = g.k_len, M = g.mem_len, d = d_;
+
+    // Projections. Queries: rows M..K-1 of each batch element (one call when there is no memory).
+    segment_rows_gemm(x, arena_.value(W_q), q.data(), B, L, M);
+    linear_forward<T>(x, arena_.value(W_k), nullptr, k.data(), B * K, d, d);
+    linear_forward<T>(x, arena_.value(W_v), nullptr, v.data(), B * K, d, d);
+
+    // (b) rotations of q and k (RoPE), whole batch; q, k keep the rotated values for backward.
+    if (enc.has_qk_transform()) enc.qk_forward(layer, g, q.data(), k.data());
+
+    scale_ = enc.score_scale(dh_);
+    content_ = enc.has_content_term();
+    for (int b0 = 0; b0 < B; b0 += chunk_rows) {
+      const int R = std::min(chunk_rows, B - b0);
+      AttentionGeometry chunk = g;
+      chunk.batch = R;
+      const T* q_chunk = q.data() + long(b0) * L * d;  // rows b0.. of q [B, L, d]
+      const T* k_chunk = k.data() + long(b0) * K * d;  // rows b0.. of k [B, K, d]
+      T* ctx_chunk = ctx.data() + long(b0) * L * d;    // rows b0.. of ctx [B, L, d]
+
+      // (a) of the score: content term, S = scale * q_h k_h^T, one BLAS call per (b, h).
+#pragma omp parallel for schedule(static)
+      for (int bh = 0; bh < R * H_; ++bh) {
+        const int b = b0 + bh / H_, h = bh % H_;
+        // S_bh [L, K] = scale * q_h [L, d_h] k_h^T [d_h, K]
+        multiply(per_head(probs, bh), head(q, b, h), head(k, b, h).t(), content_ ? scale_ : T(0));
+      }
+      // (c) positional score terms.
+      if (enc.has_score_terms())
+        enc.scores_forward(layer, chunk, q_chunk, k_chunk, scale_, probs.data());
+
+      // Causal softmax (masked cells become exactly 0), then z_h = P_h v_h.
+#pragma omp parallel for schedule(static)
+      for (int bh = 0; bh < R * H_; ++bh) {
+        const int b = b0 + bh / H_, h = bh % H_;
+        const auto P = per_head(probs, bh);  // [L, K], the scores until the softmax
+        for (int i = 0; i < L; ++i) masked_softmax_row(P.row(i), i, g);
+        multiply(head(ctx, b, h), P, head(v, b, h));  // z_h [L, d_h] = P_h [L, K] v_h [K, d_h]
+      }
+      // (d) positional value terms.
+      if (enc.has_value_terms()) enc.values_forward(layer, chunk, probs.data(), ctx_chunk);
+    }
+
+    linear_forward<T>(ctx.data(), arena_.value(W_o), nullptr, out, B * L, d, d);
+  }
+
   // Head h of batch row b of x [B, R, H d_h] (q, k, v, ctx and their gradients): the block
   // rows [b R, (b+1) R), columns [h d_h, (h+1) d_h) of x seen as [B R, d]. [R, d_h], row stride d.
   // (A const x gives a read-only view.)

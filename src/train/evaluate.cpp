@@ -14,6 +14,7 @@ EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_ba
   const int n_batches = int(max_batches > 0 ? std::min<std::int64_t>(max_batches, pass) : pass);
   const int train_mem_len = model.mem_len();
   const bool randomized = model.set_randomized_positions(sample_positions);
+  const bool inference_only = model.set_inference_only(true);  // no backward in evaluation
   model.set_mem_len(mem_len);
   model.reset_memory();
   source.reset();
@@ -65,6 +66,7 @@ EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_ba
   for (int i = 0; i < L; ++i) r.loss_by_position[i] = scored_at[i] > 0 ? r.loss_by_position[i] / scored_at[i] : 0;
   model.set_mem_len(train_mem_len);
   model.set_randomized_positions(randomized);
+  model.set_inference_only(inference_only);
   model.reset_memory();
   return r;
 }

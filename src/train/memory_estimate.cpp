@@ -1,5 +1,6 @@
 #include "train/memory_estimate.hpp"
 
+#include "nn/inference_scratch.hpp"
 #include "tasks/task.hpp"
 
 #include <sys/resource.h>
@@ -21,9 +22,17 @@ double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, b
   if (cfg.encoding.type == "learned" && cfg.encoding.options.has("max_len"))
     parameters += double(cfg.encoding.options.get_int("max_len")) * d;
   const double copies = training ? 2 : 1;  // the gradient of every activation when training
-  const double per_layer = copies * (2 * B * H * L * K + 8 * B * K * d + 2 * B * L * di) + B * M * d;
+  // Training: every layer keeps its scores and probabilities. Evaluation only: the layers share
+  // one chunk of R rows of scores, plus an encoding's work buffer of the same size (Transformer-
+  // XL's padded relative shift), R = B or 1 (nn/inference_scratch.hpp).
+  const double R = inference_chunk_rows(batch, cfg.model.n_heads, seq_len, mem_len + seq_len, 4);
+  const double scores_per_layer = training ? 2 * 2 * B * H * L * K : 0;
+  const double scores_shared = training ? 0 : 2 * R * H * L * K;
+  const double per_layer =
+      scores_per_layer + copies * (8 * B * K * d + 2 * B * L * di) + B * M * d;
   const double output = copies * 2 * B * L * V;
-  const double floats = parameters * (training ? 4 : 2) + layers * per_layer + output;
+  const double floats =
+      parameters * (training ? 4 : 2) + layers * per_layer + scores_shared + output;
   double bytes = 4 * floats;
   // Training keeps every step's loss (a double); a generated task's evaluation set is made up
   // front: eval.batches x rows of inputs, targets and weights (4 bytes each).

@@ -6,8 +6,9 @@
 // The estimate follows what the model allocates (float32 throughout; B rows, L queries,
 // K = M + L keys, H heads, d = d_model, d_i = d_inner, V = vocab_size, P parameters):
 //   parameters       P values + P gradients (+ 2P Adam moments when training)
-//   per layer        attention scores and probabilities B*H*L*K each, and their gradients when
-//                    training; queries, keys, values, contexts and layer inputs ~ 8*B*K*d (x2
+//   per layer        when training: attention scores and probabilities B*H*L*K each, and their
+//                    gradients; evaluation only: none (all layers share R*H*L*K scores and an
+//                    encoding buffer of that size, R = B or 1, nn/inference_scratch.hpp); queries, keys, values, contexts and layer inputs ~ 8*B*K*d (x2
 //                    when training); feed-forward 2*B*L*d_i (x2 when training); memory B*M*d
 //   output           logits and softmax B*L*V (x2 when training)
 // It is an upper-end estimate of the same order as the peak resident memory measured by

@@ -30,6 +30,7 @@ EvalResult evaluate_sliding_window(TransformerLM<float>& model,
 
   const int trained_mem_len = model.mem_len();
   model.set_mem_len(0);  // no state reuse: every window is computed from scratch
+  const bool inference_only = model.set_inference_only(true);  // no backward in evaluation
   model.reset_memory();
 
   std::vector<std::int32_t> inputs(std::size_t(B) * A), targets(inputs.size());  // [B, A]
@@ -62,6 +63,7 @@ EvalResult evaluate_sliding_window(TransformerLM<float>& model,
     ++r.batches;
   }
   model.set_mem_len(trained_mem_len);
+  model.set_inference_only(inference_only);
   model.reset_memory();
   r.loss = loss_sum / double(r.tokens);
   r.accuracy = correct / double(r.tokens);
