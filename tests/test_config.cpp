@@ -2,9 +2,10 @@
 // and what), overrides, encoding and task options, lists of numbers, and the config_to_toml
 // round trip.
 //
-// Encoding-option validation is tested against a hand-made catalogue (`test_catalogue()`), so
-// these tests do not depend on which encodings happen to be registered. Task options are tested
-// against the real task registry (tasks/task.hpp), whose tasks and options are fixed.
+// Encoding-option validation is tested against a hand-made catalogue (`test_catalogue()`, a
+// ConfigChoices: config/choices.hpp), so these tests do not depend on which encodings happen to be
+// registered. Task options are tested against the real task registry (registered_choices()),
+// whose tasks and options are fixed.
 #include <catch2/catch.hpp>
 
 #include <cstdint>
@@ -17,32 +18,34 @@
 #include <unistd.h>
 
 #include "config/load.hpp"
+#include "train/registered_choices.hpp"
 
 using namespace poslab;
 using Catch::Contains;
 
 namespace {
 
-// `none` as registered, plus a test-only encoding with one option of every kind.
-std::vector<EncodingInfo> test_catalogue() {
-  EncodingInfo clipped{
+// `none` (no options, as registered), a test-only encoding with one option of every kind, and
+// the real tasks.
+ConfigChoices test_catalogue() {
+  ChoiceEntry clipped{
       "clipped",
-      EncodingFamily::relative,
-      "test-only encoding with options of every kind",
-      "nobody 2024",
-      {OptionSpec{.key = "clip_k", .default_value = std::int64_t{16}, .help = "max distance",
-                  .min = 1, .max = 256},
+      {OptionSpec{.key = "clip_k",
+                  .default_value = std::int64_t{16},
+                  .help = "max distance",
+                  .min = 1,
+                  .max = 256},
        OptionSpec{.key = "scale", .default_value = 1.0, .help = "a factor", .min = 0},
-       OptionSpec{.key = "mode", .default_value = std::string("sum"), .help = "how",
+       OptionSpec{.key = "mode",
+                  .default_value = std::string("sum"),
+                  .help = "how",
                   .choices = {"sum", "concat"}},
-       OptionSpec{.key = "learned", .default_value = true, .help = "trained or fixed"}},
-      nullptr,
-      nullptr};
-  return {*find_encoding("none"), clipped};
+       OptionSpec{.key = "learned", .default_value = true, .help = "trained or fixed"}}};
+  return {{ChoiceEntry{"none", {}}, clipped}, registered_choices().tasks};
 }
 
 Config load(const std::string& text, const std::vector<std::string>& overrides = {}) {
-  return config_from_string(text, "quick.toml", overrides, test_catalogue());
+  return config_from_string(text, "quick.toml", test_catalogue(), overrides);
 }
 
 // Every field of two configs, one by one: a field missing from the loader's schema would make
@@ -173,7 +176,7 @@ block = 5
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("an empty config is the defaults of config.hpp", "[config]") {
-  const Config loaded = config_from_string("", "empty.toml");
+  const Config loaded = config_from_string("", "empty.toml", registered_choices());
   check_same(loaded, Config{});
   CHECK(loaded.encoding.type == "none");
   CHECK(loaded.encoding.options.values().empty());
@@ -236,8 +239,8 @@ TEST_CASE("edges of the ranges are accepted", "[config]") {
 // ---------------------------------------------------------------------------------------------
 
 TEST_CASE("a missing file is named", "[config][errors]") {
-  CHECK_THROWS_AS(load_config("/nonexistent/missing.toml"), ConfigError);
-  CHECK_THROWS_WITH(load_config("/nonexistent/missing.toml"),
+  CHECK_THROWS_AS(load_config("/nonexistent/missing.toml", registered_choices()), ConfigError);
+  CHECK_THROWS_WITH(load_config("/nonexistent/missing.toml", registered_choices()),
                     "/nonexistent/missing.toml: config file not found");
 }
 
@@ -246,7 +249,7 @@ TEST_CASE("an empty config FILE is the defaults, not an unreadable file", "[conf
       std::filesystem::temp_directory_path() / ("poslab-empty-" + std::to_string(getpid()) + ".toml");
   std::ofstream(file).close();
   Config loaded;
-  CHECK_NOTHROW(loaded = load_config(file.string()));
+  CHECK_NOTHROW(loaded = load_config(file.string(), registered_choices()));
   check_same(loaded, Config{});
   std::filesystem::remove(file);
 }
@@ -271,8 +274,9 @@ TEST_CASE("errors from a real file carry its path and line", "[config][errors]")
   const auto path = std::filesystem::temp_directory_path() /
                     ("poslab-test-config-" + std::to_string(::getpid()) + ".toml");
   std::ofstream(path) << "# a comment\n[model]\nd_model = 128\nn_hedas = 4\n";
-  CHECK_THROWS_WITH(load_config(path.string()),
-                    path.string() + ":4: unknown key 'model.n_hedas' (did you mean 'model.n_heads'?)");
+  CHECK_THROWS_WITH(
+      load_config(path.string(), registered_choices()),
+      path.string() + ":4: unknown key 'model.n_hedas' (did you mean 'model.n_heads'?)");
   std::filesystem::remove(path);
 }
 
@@ -352,9 +356,10 @@ TEST_CASE("an unknown encoding type lists the registered ones", "[config][errors
                     "quick.toml:2: unknown encoding type 'clipd' (did you mean 'clipped'?); "
                     "registered encodings: none, clipped");
   // With the real registry: whatever is registered is listed, `none` always.
-  CHECK_THROWS_WITH(config_from_string("[encoding]\ntype = \"xyzzy\"\n", "real.toml"),
-                    Contains("real.toml:2: unknown encoding type 'xyzzy'") &&
-                        Contains("registered encodings: none"));
+  CHECK_THROWS_WITH(
+      config_from_string("[encoding]\ntype = \"xyzzy\"\n", "real.toml", registered_choices()),
+      Contains("real.toml:2: unknown encoding type 'xyzzy'") &&
+          Contains("registered encodings: none"));
   CHECK_THROWS_WITH(load("[encoding]\ntype = 3\n"),
                     "quick.toml:2: encoding.type: expected a string, got an integer");
 }
@@ -396,7 +401,8 @@ TEST_CASE("encoding options are checked against their OptionSpec", "[config][enc
 }
 
 TEST_CASE("`none` rejects any option and says it takes none", "[config][encoding][errors]") {
-  CHECK_THROWS_WITH(config_from_string("[encoding]\ntype = \"none\"\nclip_k = 8\n", "real.toml"),
+  CHECK_THROWS_WITH(config_from_string("[encoding]\ntype = \"none\"\nclip_k = 8\n", "real.toml",
+                                       registered_choices()),
                     "real.toml:3: unknown key 'encoding.clip_k': encoding 'none' takes no options");
   // Options are judged against the encoding finally chosen, here by an override.
   CHECK_THROWS_WITH(load("[encoding]\ntype = \"clipped\"\nclip_k = 8\n", {"encoding.type=none"}),
@@ -594,7 +600,7 @@ TEST_CASE("override mistakes name the --set argument", "[config][overrides][erro
 TEST_CASE("config_to_toml loads back to the same config", "[config][roundtrip]") {
   SECTION("defaults") {
     const Config c;
-    check_same(config_from_string(config_to_toml(c), "written.toml"), c);
+    check_same(config_from_string(config_to_toml(c), "written.toml", registered_choices()), c);
   }
   SECTION("every key changed, odd strings, an encoding and a task with options, lists") {
     const Config c = load(kEveryKeyChanged);
@@ -609,7 +615,7 @@ TEST_CASE("config_to_toml loads back to the same config", "[config][roundtrip]")
     c.train.eps = 5e-324;  // the smallest subnormal
     c.model.init_std = 0.1 + 0.2;
     c.train.weight_decay = 1e300;
-    check_same(config_from_string(config_to_toml(c), "written.toml"), c);
+    check_same(config_from_string(config_to_toml(c), "written.toml", registered_choices()), c);
   }
 }
 

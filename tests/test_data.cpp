@@ -16,6 +16,7 @@
 
 #include "config/load.hpp"
 #include "data/corpus.hpp"
+#include "train/registered_choices.hpp"
 
 namespace fs = std::filesystem;
 using Catch::Matchers::Contains;
@@ -586,7 +587,8 @@ TEST_CASE("experiments/python_corpus.toml: held-out modules, no tests or codec t
           "[data][python]") {
   // Debian's Python standard library (libpython3.11-stdlib, installed by scripts/setup.sh).
   const poslab::Config cfg =
-      poslab::load_config(std::string(POSLAB_SOURCE_DIR) + "/experiments/python_corpus.toml");
+      poslab::load_config(std::string(POSLAB_SOURCE_DIR) + "/experiments/python_corpus.toml",
+                          poslab::registered_choices());
   REQUIRE(fs::is_directory(cfg.data.path));
   const poslab::CorpusFilter filter{cfg.data.include, cfg.data.exclude};
   const auto documents = poslab::read_documents(cfg.data.path, filter);

@@ -23,9 +23,10 @@
 
 #include "config/load.hpp"
 #include "process_helpers.hpp"
-#include "study_helpers.hpp"
 #include "study/runner.hpp"
 #include "study/study.hpp"
+#include "study_helpers.hpp"
+#include "train/registered_choices.hpp"
 
 extern char** environ;
 
@@ -350,8 +351,8 @@ TEST_CASE("runner: --export commands prints a runnable command per pending run",
   CHECK(read_file(two.layout.commands()) == command + "\n");
 
   // The config file it references exists and is the run's config.
-  const poslab::Config written =
-      poslab::load_config(two.layout.config_file(two.runs[1]).string());
+  const poslab::Config written = poslab::load_config(two.layout.config_file(two.runs[1]).string(),
+                                                     poslab::registered_choices());
   CHECK(written.out_dir == two.layout.run_dir(two.runs[1]).string());
   CHECK(written.train.seed == 2);
   CHECK_FALSE(fs::exists(two.layout.config_file(two.runs[0])));

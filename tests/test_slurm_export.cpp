@@ -16,6 +16,7 @@
 #include "process_helpers.hpp"
 #include "study/slurm_export.hpp"
 #include "study_helpers.hpp"
+#include "train/registered_choices.hpp"
 
 using namespace poslab::testing;
 using Catch::Contains;
@@ -75,7 +76,9 @@ TEST_CASE("slurm export: a pinned submission with its commands, configs and job 
   REQUIRE(commands.size() == 1);
   CHECK_THAT(commands[0], Contains((dir / "configs" / "train.seed-2.toml").string()) &&
                               Contains(" --resume >> ") && Contains("train.seed-2.log"));
-  CHECK(poslab::load_config((dir / "configs" / "train.seed-2.toml").string()).train.seed == 2);
+  CHECK(poslab::load_config((dir / "configs" / "train.seed-2.toml").string(),
+                            poslab::registered_choices())
+            .train.seed == 2);
 
   const std::string script = read_file(dir / "array-0.sh");
   CHECK_THAT(script, Contains("#SBATCH --array=0-0\n") &&
@@ -115,10 +118,13 @@ TEST_CASE("slurm export: a pinned submission with its commands, configs and job 
     const std::vector<fs::path> now = submissions(two.layout);
     REQUIRE(now.size() == 2);
     CHECK(read_file(dir / "commands.txt") == before);
-    CHECK(poslab::load_config((dir / "configs" / "train.seed-2.toml").string()).train.steps == 3);
+    CHECK(poslab::load_config((dir / "configs" / "train.seed-2.toml").string(),
+                              poslab::registered_choices())
+              .train.steps == 3);
     const fs::path second = now[0] == dir ? now[1] : now[0];
-    CHECK(poslab::load_config((second / "configs" / "train.seed-2.toml").string()).train.steps ==
-          4);
+    CHECK(poslab::load_config((second / "configs" / "train.seed-2.toml").string(),
+                              poslab::registered_choices())
+              .train.steps == 4);
     // The user's header is kept, and copied into the new scripts.
     CHECK(read_file(two.layout.root / "slurm" / "header.sh") ==
           "#SBATCH --qos=mine\nmodule load nothing\n");
@@ -231,7 +237,8 @@ TEST_CASE("poslab run --only runs a subset, --set changes every run and is recor
   CHECK_FALSE(fs::exists(two.layout.run_dir(two.runs[0])));
   const fs::path done = two.layout.run_dir(two.runs[1]);
   REQUIRE(fs::exists(done / "eval.json"));
-  CHECK(poslab::load_config((done / "config.toml").string()).train.steps == 2);
+  CHECK(poslab::load_config((done / "config.toml").string(), poslab::registered_choices())
+            .train.steps == 2);
   CHECK_THAT(read_file(two.layout.root / "study.toml"), Contains("--set train.steps=2"));
 
   SECTION("the same study without --set finds the run stale") {

@@ -36,6 +36,7 @@
 #include "config/load.hpp"
 #include "model/transformer.hpp"
 #include "train/checkpoint.hpp"
+#include "train/registered_choices.hpp"
 #include "train/run_dir.hpp"
 #include "train/train.hpp"
 
@@ -83,7 +84,7 @@ std::vector<std::int32_t> next_tokens(const std::vector<std::int32_t>& tokens) {
 
 int run_attention(const AttentionOptions& options, std::ostream& out) {
   RunDirectory run = RunDirectory::open(options.run_dir);
-  const Config cfg = load_config(run.file("config.toml").string());
+  const Config cfg = load_config(run.file("config.toml").string(), registered_choices());
   if (!has_checkpoint(run.path()))
     throw std::runtime_error(run.path().string() +
                              " has no checkpoint/ (is the run finished? `poslab train` saves "

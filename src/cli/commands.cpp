@@ -27,6 +27,7 @@
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
 #include "train/memory_estimate.hpp"
+#include "train/registered_choices.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
 #include "train/stop_request.hpp"
@@ -227,7 +228,8 @@ bool claim_run_directory(const Config& cfg, ExistingRun existing, bool locked = 
       std::string difference = "it has no config.toml";
       if (fs::exists(dir / "config.toml")) {
         try {
-          difference = experiment_difference(load_config((dir / "config.toml").string()), cfg);
+          difference = experiment_difference(
+              load_config((dir / "config.toml").string(), registered_choices()), cfg);
         } catch (const std::exception& e) {
           difference = std::string("its config.toml cannot be read: ") + e.what();
         }
@@ -411,7 +413,7 @@ int run_train(const Config& cfg, ExistingRun existing) {
 int run_eval(const std::string& run_dir, const std::vector<std::string>& overrides, int seq_len,
              int mem_len, const std::string& token_losses_file) {
   RunDirectory run = RunDirectory::open(run_dir);
-  const Config cfg = load_config(run.file("config.toml").string(), overrides);
+  const Config cfg = load_config(run.file("config.toml").string(), registered_choices(), overrides);
   set_threads(cfg.train.threads);
   // Defaults: the run's own main evaluation setting.
   const int L = seq_len > 0 ? seq_len : (cfg.eval.seq_len > 0 ? cfg.eval.seq_len : cfg.train.seq_len);

@@ -38,6 +38,7 @@
 #include "encodings/registry.hpp"
 #include "tasks/task.hpp"
 #include "study/runner.hpp"
+#include "train/registered_choices.hpp"
 
 namespace poslab {
 namespace {
@@ -436,7 +437,7 @@ int run(int argc, char** argv) {
     }
     if (*train) {
       die_with_runner();
-      Config cfg = load_config(args.config_path, args.overrides);
+      Config cfg = load_config(args.config_path, registered_choices(), args.overrides);
       if (train->count("--out")) {
         check_path_argument("--out", args.out_dir);
         cfg.out_dir = args.out_dir;
@@ -449,9 +450,10 @@ int run(int argc, char** argv) {
       return run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len,
                       args.token_losses_file);
     if (*bench) {
-      const Config cfg = args.config_path.empty()
-                             ? config_from_string("", "(defaults)", args.overrides)
-                             : load_config(args.config_path, args.overrides);
+      const Config cfg =
+          args.config_path.empty()
+              ? config_from_string("", "(defaults)", registered_choices(), args.overrides)
+              : load_config(args.config_path, registered_choices(), args.overrides);
       if (!args.reuse_attn_lens.empty())
         return run_bench_reuse(cfg, args.reuse_attn_lens, args.reuse_targets, args.csv_path);
       if (!args.eval_memory_lens.empty())

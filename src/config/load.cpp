@@ -8,10 +8,12 @@
 //   1. settings_from_toml / setting_from_override: every `key = value` becomes a Setting that
 //      remembers where it was written ("quick.toml:3", "--set model.d_model=256").
 //   2. choose: `encoding.type` and `task.name` are resolved first, because each decides which
-//      other keys of its section exist (each encoding and each task declares its own options).
+//      other keys of its section exist (each encoding and each task declares its own options,
+//      handed to the loader as a ConfigChoices: config/choices.hpp).
 //   3. apply_setting: in order (file, then overrides, so the last word wins), each setting is
 //      looked up (unknown keys get a did-you-mean), type-checked, range-checked and stored.
-//   4. check_consistency: rules that involve two keys (d_model divisible by n_heads).
+//   4. check_consistency: rules that involve two keys (d_model divisible by n_heads), then the
+//      rules the chosen encoding and task bring with them (ChoiceEntry::rule).
 //
 // Most keys hold one value. A few hold a list of numbers (eval.length_factors = [2, 4]) or of
 // strings (data.include = ["*.py"]); their schema lines are LIST_KEY and STRINGS_KEY, and each
@@ -37,7 +39,6 @@
 #include <toml++/toml.h>
 
 #include "config/toml_text.hpp"
-#include "tasks/tokens.hpp"
 
 namespace poslab {
 namespace {
@@ -546,13 +547,13 @@ struct Choice {
   std::string plural;    // "encodings": "registered encodings: none, ..."
   std::string name = {}; // the entry chosen
   const std::vector<OptionSpec>* options = nullptr;  // its options
+  const ConfigRule* rule = nullptr;                  // its rule between keys (may be empty)
 };
 
 // The choice is made before anything else, by the last `SECTION.SELECTOR` (overrides come after
-// the file), or by the default. `Info` is EncodingInfo or TaskInfo: anything with name, options.
-template <class Info>
+// the file), or by the default.
 Choice choose(Choice c, const std::string& default_name, const std::vector<Setting>& settings,
-              const std::vector<Info>& catalogue, const std::string& source_name) {
+              const std::vector<ChoiceEntry>& catalogue, const std::string& source_name) {
   const Setting* chosen = nullptr;
   for (const auto& s : settings)
     if (s.section == c.section && s.key == c.selector) chosen = &s;
@@ -563,6 +564,7 @@ Choice choose(Choice c, const std::string& default_name, const std::vector<Setti
     if (entry.name == name) {
       c.name = entry.name;
       c.options = &entry.options;
+      c.rule = &entry.rule;
       return c;
     }
   }
@@ -684,10 +686,11 @@ void apply_setting(const Setting& s, const Choice& encoding, const Choice& task,
 
 // Rules between keys, checked once every key has its final value. `where_set` says where each
 // key was last written; a rule broken by defaults alone is blamed on the config as a whole.
-void check_consistency(const Config& config, const std::map<std::string, std::string>& where_set,
+void check_consistency(const Config& config, const Choice& encoding, const Choice& task,
+                       const std::map<std::string, std::string>& where_set,
                        const std::string& source_name) {
-  auto blame = [&](std::initializer_list<const char*> keys) {
-    for (const char* key : keys)
+  auto blame = [&](const std::vector<std::string>& keys) {
+    for (const std::string& key : keys)
       if (auto it = where_set.find(key); it != where_set.end()) return it->second;
     return source_name;
   };
@@ -696,13 +699,6 @@ void check_consistency(const Config& config, const std::map<std::string, std::st
     fail(blame({"model.d_model", "model.n_heads"}),
          "model.d_model (" + std::to_string(m.d_model) + ") must be divisible by model.n_heads (" +
              std::to_string(m.n_heads) + ")");
-  // Generated tasks write printable bytes (tasks/tokens.hpp); the corpus may hold any byte.
-  if (config.task.name != "lm" && m.vocab_size <= kLargestTaskToken)
-    fail(blame({"model.vocab_size", "task.name"}),
-         "model.vocab_size (" + std::to_string(m.vocab_size) + ") must be at least " +
-             std::to_string(kLargestTaskToken + 1) + " for task '" + config.task.name +
-             "' (its tokens are printable bytes up to '|' = " + std::to_string(kLargestTaskToken) +
-             ")");
   // Positions the run will need exist. Randomized positions (Ruoss et al. 2023) sample the
   // M + L key positions of a window from [0, train.max_position).
   const auto& t = config.train;
@@ -713,22 +709,6 @@ void check_consistency(const Config& config, const std::map<std::string, std::st
              ") must be at least train.seq_len + memory.mem_len (" +
              std::to_string(std::int64_t(t.seq_len) + config.memory.mem_len) +
              ") with train.randomized_positions: a window samples that many distinct positions");
-  // A learned table has rows for positions 0..max_len-1: the training length and the main
-  // evaluation length must fit (longer length factors are evaluated and reported as not
-  // possible, by design), or with randomized positions every position below max_position.
-  if (config.encoding.type == "learned" && config.encoding.options.has("max_len")) {
-    const std::int64_t max_len = config.encoding.options.get_int("max_len");
-    const int main_len = config.eval.seq_len > 0 ? config.eval.seq_len : t.seq_len;
-    const std::int64_t needed =
-        t.randomized_positions ? std::int64_t(t.max_position) : std::max(t.seq_len, main_len);
-    const std::string what = t.randomized_positions ? "train.max_position"
-                             : main_len > t.seq_len  ? "eval.seq_len"
-                                                     : "train.seq_len";
-    if (max_len < needed)
-      fail(blame({"encoding.max_len", what.c_str()}),
-           "encoding.max_len (" + std::to_string(max_len) + ") must be at least " + what + " (" +
-               std::to_string(needed) + "): encoding 'learned' has a row per position");
-  }
   // Evaluation lengths are train.seq_len x factor, held as int.
   for (const char* key : {"eval.length_factors", "eval.memory_factors"}) {
     const auto& factors = std::string(key) == "eval.length_factors" ? config.eval.length_factors
@@ -745,21 +725,26 @@ void check_consistency(const Config& config, const std::map<std::string, std::st
     fail(blame({"data.test_fraction", "data.valid_fraction"}),
          "data.valid_fraction (" + number_text(d.valid_fraction) + ") + data.test_fraction (" +
              number_text(d.test_fraction) + ") must be below 1: the rest is the train split");
+  // The rules of the chosen encoding and task (learned's max_len covers the evaluated lengths,
+  // a generated task's tokens fit the vocabulary), written by their owners.
+  for (const Choice* choice : {&encoding, &task})
+    if (*choice->rule)
+      if (const std::optional<ConfigProblem> problem = (*choice->rule)(config))
+        fail(blame(problem->keys), problem->message);
 }
 
 Config build_config(const std::vector<Setting>& settings, const std::string& source_name,
-                    const std::vector<EncodingInfo>& encodings,
-                    const std::vector<TaskInfo>& tasks) {
+                    const ConfigChoices& choices) {
   Config config;
   const Choice encoding =
       choose(Choice{.section = "encoding", .selector = "type", .what = "encoding type",
                     .noun = "encoding", .plural = "encodings"},
-             EncodingConfig{}.type, settings, encodings, source_name);
+             EncodingConfig{}.type, settings, choices.encodings, source_name);
   config.encoding.type = encoding.name;
   config.encoding.options = Options::defaults(*encoding.options);
   const Choice task = choose(Choice{.section = "task", .selector = "name", .what = "task",
                                     .noun = "task", .plural = "tasks"},
-                             TaskConfig{}.name, settings, tasks, source_name);
+                             TaskConfig{}.name, settings, choices.tasks, source_name);
   config.task.name = task.name;
   config.task.options = Options::defaults(*task.options);
 
@@ -768,7 +753,7 @@ Config build_config(const std::vector<Setting>& settings, const std::string& sou
     apply_setting(s, encoding, task, config);
     where_set[s.name()] = s.where;
   }
-  check_consistency(config, where_set, source_name);
+  check_consistency(config, encoding, task, where_set, source_name);
   return config;
 }
 
@@ -826,23 +811,20 @@ void check_path_argument(const std::string& where, const std::string& path) {
 }
 
 Config config_from_string(const std::string& toml_text, const std::string& source_name,
-                          const std::vector<std::string>& overrides,
-                          const std::vector<EncodingInfo>& encodings,
-                          const std::vector<TaskInfo>& tasks) {
+                          const ConfigChoices& choices, const std::vector<std::string>& overrides) {
   std::vector<Setting> settings = settings_from_toml(toml_text, source_name);
   for (const auto& o : overrides) settings.push_back(setting_from_override(o));
-  return build_config(settings, source_name, encodings, tasks);
+  return build_config(settings, source_name, choices);
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& overrides,
-                   const std::vector<EncodingInfo>& encodings,
-                   const std::vector<TaskInfo>& tasks) {
+Config load_config(const std::string& path, const ConfigChoices& choices,
+                   const std::vector<std::string>& overrides) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) fail(path, "config file not found");
   if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a config file");
   const std::optional<std::string> text = read_toml_file(path);
   if (!text) fail(path, "cannot read config file");
-  return config_from_string(*text, path, overrides, encodings, tasks);
+  return config_from_string(*text, path, choices, overrides);
 }
 
 std::string config_to_toml(const Config& config) {

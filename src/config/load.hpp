@@ -18,15 +18,26 @@
 // after the file. Every mistake is reported as one ConfigError line that says WHERE
 // (`quick.toml:3:` or `--set model.d_modle=256:`) and WHAT (`unknown key 'model.d_modle' (did you
 // mean 'model.d_model'?)`), before anything has been run or written.
+//
+// Layering. config/ is a low layer: it includes nothing from encodings/, tasks/ or any other
+// library of poslab, only the standard library and toml++. What `encoding.type` and `task.name`
+// may name comes in as a parameter, a ConfigChoices (config/choices.hpp): each entry's name, its
+// options and its rule between keys, written by the encoding or task that owns them. The layer
+// above that knows the registries builds it (train/registered_choices.hpp: registered_choices());
+// the command line, studies and tests pass it in. So the arrows point one way:
+//
+//   cli, study  ->  train/registered_choices  ->  encodings, tasks  ->  config
+//
+// and the loader still checks everything before a run is built: every option and every rule
+// fails as one located ConfigError line.
 #pragma once
 
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "config/choices.hpp"
 #include "config/config.hpp"
-#include "encodings/registry.hpp"
-#include "tasks/task.hpp"
 
 namespace poslab {
 
@@ -37,18 +48,16 @@ struct ConfigError : std::runtime_error {
 // Reads the TOML file at `path`, applies `overrides` ("section.key=value"), validates, and fills
 // in the defaults of the chosen encoding's and task's options.
 //
-// `encodings` is the catalogue `encoding.type` is looked up in, `tasks` the one `task.name` is;
-// the defaults are every registered encoding and task. Tests pass a hand-made catalogue to
-// exercise option validation.
-Config load_config(const std::string& path, const std::vector<std::string>& overrides = {},
-                   const std::vector<EncodingInfo>& encodings = registered_encodings(),
-                   const std::vector<TaskInfo>& tasks = registered_tasks());
+// `choices` is what `encoding.type` and `task.name` are looked up in: registered_choices()
+// (train/registered_choices.hpp) for every registered encoding and task; tests pass a hand-made
+// catalogue to exercise option validation.
+Config load_config(const std::string& path, const ConfigChoices& choices,
+                   const std::vector<std::string>& overrides = {});
 
 // The same, from TOML text; `source_name` is what error messages call it (a file name).
 Config config_from_string(const std::string& toml_text, const std::string& source_name,
-                          const std::vector<std::string>& overrides = {},
-                          const std::vector<EncodingInfo>& encodings = registered_encodings(),
-                          const std::vector<TaskInfo>& tasks = registered_tasks());
+                          const ConfigChoices& choices,
+                          const std::vector<std::string>& overrides = {});
 
 // The fully resolved config, every key included (encoding and task option defaults too), as TOML
 // that config_from_string loads back to an equal Config. Runs save it as their config.toml.

@@ -68,6 +68,7 @@
 
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
+#include "core/init_normal.hpp"
 #include "encodings/registry.hpp"
 
 namespace poslab {
@@ -111,10 +112,7 @@ class Deberta : public Encoding<T> {
   }
 
   void init(ParameterArena<T>& arena, Rng& rng) override {
-    auto normal = [&](Param p) {
-      T* w = arena.value(p);
-      for (std::size_t i = 0; i < p.size; ++i) w[i] = T(rng.normal(0.0, init_std_));
-    };
+    auto normal = [&](Param p) { fill_normal(arena, p, rng, init_std_); };
     if (c2p_enabled_ || p2c_enabled_) normal(P_);
     for (int n = 0; n < n_layers_; ++n) {
       if (p2c_enabled_) normal(W_qr_[n]);

@@ -5,6 +5,8 @@
 // A table row exists only for positions 0..max_len-1: a longer sequence (or continued positions
 // under recurrence) is an error, reported with the position and the table size, never silently
 // clamped. Backward: dU[pos_i] += sum over the batch of dx_0[b, i].
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -60,16 +62,41 @@ class Learned : public Encoding<T> {
   double init_std_;
   Param U_;
 };
+
+// A table has rows for positions 0..max_len-1: the training length and the main evaluation
+// length must fit (longer length factors are evaluated and reported as not possible, by design),
+// or with randomized positions every position below train.max_position. Checked by the config
+// loader, so a config that cannot run fails before anything is written.
+std::optional<ConfigProblem> max_len_covers_positions(const Config& config) {
+  if (!config.encoding.options.has("max_len")) return std::nullopt;
+  const std::int64_t max_len = config.encoding.options.get_int("max_len");
+  const auto& t = config.train;
+  const int main_len = config.eval.seq_len > 0 ? config.eval.seq_len : t.seq_len;
+  const std::int64_t needed =
+      t.randomized_positions ? std::int64_t(t.max_position) : std::max(t.seq_len, main_len);
+  const std::string what = t.randomized_positions ? "train.max_position"
+                           : main_len > t.seq_len ? "eval.seq_len"
+                                                  : "train.seq_len";
+  if (max_len >= needed) return std::nullopt;
+  return ConfigProblem{{"encoding.max_len", what},
+                       "encoding.max_len (" + std::to_string(max_len) + ") must be at least " +
+                           what + " (" + std::to_string(needed) +
+                           "): encoding 'learned' has a row per position"};
+}
+
 }  // namespace
 
 EncodingInfo learned_encoding_info() {
-  return {"learned", EncodingFamily::absolute,
+  return {"learned",
+          EncodingFamily::absolute,
           "absolute: a learned vector per position added to the token embeddings",
           "Gehring et al. 2017; Radford et al. 2018",
           {{"max_len", std::int64_t(1024), "number of positions in the table (0..max_len-1)", 1,
             1 << 20},
            {"init_std", 0.02, "std of the N(0, std) initialisation", 0, 10}},
-          factory_float<Learned>(), factory_double<Learned>()};
+          factory_float<Learned>(),
+          factory_double<Learned>(),
+          max_len_covers_positions};
 }
 
 }  // namespace poslab

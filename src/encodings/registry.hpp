@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.hpp"
 #include "config/options.hpp"
 #include "encodings/encoding.hpp"
 
@@ -36,6 +37,9 @@ struct EncodingInfo {
   std::vector<OptionSpec> options;
   EncodingFactory<float> make_float;
   EncodingFactory<double> make_double;
+  // A rule this encoding sets on other keys of the config (learned: max_len covers the
+  // positions the run uses), checked by the config loader; nullptr if it has none.
+  ConfigRule config_rule = nullptr;
 
   template <class T>
   std::unique_ptr<Encoding<T>> make(const Options& o, const EncodingShape& s,

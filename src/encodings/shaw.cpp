@@ -61,6 +61,7 @@
 
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
+#include "core/init_normal.hpp"
 #include "encodings/geometry_key.hpp"
 #include "encodings/registry.hpp"
 
@@ -106,10 +107,7 @@ class Shaw : public Encoding<T> {
 
   void init(ParameterArena<T>& arena, Rng& rng) override {
     for (const auto* tables : {&w_K_, &w_V_})
-      for (Param p : *tables) {
-        T* w = arena.value(p);
-        for (std::size_t i = 0; i < p.size; ++i) w[i] = T(rng.normal(0.0, init_std_));
-      }
+      for (Param p : *tables) fill_normal(arena, p, rng, init_std_);
   }
 
   bool has_score_terms() const override { return keys_; }

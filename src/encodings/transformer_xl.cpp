@@ -92,6 +92,7 @@
 
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
+#include "core/init_normal.hpp"
 #include "encodings/registry.hpp"
 #include "encodings/rel_shift.hpp"
 #include "encodings/sinusoid.hpp"
@@ -141,10 +142,7 @@ class TransformerXL : public Encoding<T> {
   }
 
   void init(ParameterArena<T>& arena, Rng& rng) override {
-    auto normal = [&](Param p) {
-      T* w = arena.value(p);
-      for (std::size_t i = 0; i < p.size; ++i) w[i] = T(rng.normal(0.0, init_std_));
-    };
+    auto normal = [&](Param p) { fill_normal(arena, p, rng, init_std_); };
     for (Param p : W_kR_) normal(p);
     for (std::size_t n = 0; n < std::max(u_.size(), v_.size()); ++n) {
       if (n < u_.size()) normal(u_[n]);

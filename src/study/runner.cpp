@@ -39,6 +39,7 @@
 #include "core/provenance.hpp"
 #include "study/scheduler.hpp"
 #include "study/slurm_export.hpp"
+#include "train/registered_choices.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
 
@@ -355,8 +356,8 @@ RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::stri
   if (!RunDirectory::open(dir).is_complete())
     return is_being_trained(dir) ? RunStatus::running : RunStatus::incomplete;
   try {
-    const std::string difference =
-        experiment_difference(load_config((dir / "config.toml").string()), run.config);
+    const std::string difference = experiment_difference(
+        load_config((dir / "config.toml").string(), registered_choices()), run.config);
     if (difference.empty()) return RunStatus::done;
     if (why) *why = difference;
   } catch (const std::exception& e) {  // no config.toml, or one this poslab cannot read

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "config/load.hpp"
+#include "train/registered_choices.hpp"
 #include "train/run_dir.hpp"
 
 extern char** environ;
@@ -62,7 +63,9 @@ std::string format_duration(double seconds) {
 bool same_experiment_in(const fs::path& dir, const PlannedRun& run) {
   if (!fs::is_directory(dir) || !fs::exists(dir / "config.toml")) return false;
   try {
-    return experiment_difference(load_config((dir / "config.toml").string()), run.config).empty();
+    return experiment_difference(load_config((dir / "config.toml").string(), registered_choices()),
+                                 run.config)
+        .empty();
   } catch (const std::exception&) {  // unreadable: nothing worth continuing
     return false;
   }

@@ -28,6 +28,7 @@
 
 #include "config/load.hpp"
 #include "config/toml_text.hpp"
+#include "train/registered_choices.hpp"
 
 namespace poslab {
 namespace {
@@ -412,7 +413,7 @@ Config resolve_run(const Study& study, const std::vector<AppliedSetting>& applie
   std::vector<std::string> overrides;
   for (const AppliedSetting& a : applied) overrides.push_back(a.text);
   try {
-    return config_from_string(study.base_toml, study.source, overrides);
+    return config_from_string(study.base_toml, study.source, registered_choices(), overrides);
   } catch (const ConfigError& e) {
     throw ConfigError(explain_error(study, applied, run_id, e.what()));
   }

@@ -16,11 +16,32 @@ TaskInfo parity_task_info();
 TaskInfo long_range_task_info();
 TaskInfo sort_task_info();
 
+namespace {
+
+// Generated tasks write printable bytes (tasks/tokens.hpp); the corpus ("lm") may hold any byte.
+// The same rule as check_task_setup's, said in config keys so the loader can locate it.
+std::optional<ConfigProblem> tokens_fit_vocabulary(const Config& config) {
+  const int vocab_size = config.model.vocab_size;
+  if (vocab_size > kLargestTaskToken) return std::nullopt;
+  return ConfigProblem{{"model.vocab_size", "task.name"},
+                       "model.vocab_size (" + std::to_string(vocab_size) + ") must be at least " +
+                           std::to_string(kLargestTaskToken + 1) + " for task '" +
+                           config.task.name + "' (its tokens are printable bytes up to '|' = " +
+                           std::to_string(kLargestTaskToken) + ")"};
+}
+
+}  // namespace
+
 const std::vector<TaskInfo>& registered_tasks() {
-  static const std::vector<TaskInfo> all = {
-      lm_task_info(),        copy_task_info(),   reverse_task_info(),    assoc_recall_task_info(),
-      induction_task_info(), parity_task_info(), long_range_task_info(), sort_task_info(),
-  };
+  static const std::vector<TaskInfo> all = [] {
+    std::vector<TaskInfo> tasks = {
+        lm_task_info(),        copy_task_info(),   reverse_task_info(),    assoc_recall_task_info(),
+        induction_task_info(), parity_task_info(), long_range_task_info(), sort_task_info(),
+    };
+    for (TaskInfo& task : tasks)
+      if (task.name != "lm") task.config_rule = tokens_fit_vocabulary;
+    return tasks;
+  }();
   return all;
 }
 

@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "config/choices.hpp"
 #include "config/options.hpp"
 #include "data/batch_source.hpp"
 
@@ -71,6 +72,9 @@ struct TaskInfo {
   std::string layout;       // the tokens of one instance, e.g. "^ x1..xn | x1..xn"
   std::vector<OptionSpec> options;
   TaskFactory factory;
+  // A rule this task sets on other keys of the config, checked by the config loader (every
+  // generated task: its tokens fit model.vocab_size; set by registered_tasks()); nullptr if none.
+  ConfigRule config_rule = nullptr;
 
   // Builds the source. `opts` may omit options: their defaults are filled in.
   // Throws std::runtime_error naming the task when the setup cannot work (nothing fits in L,
