@@ -104,7 +104,7 @@ inline void check_attention_gradients(Attention<double>& attn, Encoding<double>&
                                       const std::string& params_name) {
   const int B = g.batch, L = g.q_len, K = g.k_len, d = g.d_model();
   auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-  std::vector<double> out(B * L * d), dx(B * K * d, 0);
+  std::vector<double> out(B * L * d), dx(B * K * d, 7.0);  // backward writes dx over this
   auto loss = [&] {
     attn.forward(x.data(), g, enc, layer, out.data());
     return dot(R, out);

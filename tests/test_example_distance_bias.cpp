@@ -163,7 +163,7 @@ TEST_CASE("example: finite-difference gradient of the table", "[example][grad]")
       CAPTURE(window);
       const AttentionGeometry g{B, L, M, K, H, dh, window, qp.data(), kp.data()};
       auto x = random_vector(B * K * d, rng), R = random_vector(B * L * d, rng);
-      std::vector<double> out(B * L * d), dx(B * K * d, 0.0);
+      std::vector<double> out(B * L * d), dx(B * K * d, 7.0);  // backward writes dx over this
       auto loss = [&] {
         attn.forward(x.data(), g, *enc, 0, out.data());
         return dot(R, out);

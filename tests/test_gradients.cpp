@@ -60,7 +60,7 @@ TEST_CASE("activations: ReLU and GELU derivatives", "[grad][nn]") {
     // Keep ReLU inputs away from its kink, where a finite difference is meaningless.
     for (auto& x : u)
       if (std::abs(x) < 1e-3) x = 0.5;
-    std::vector<double> out(50), du(50, 0);
+    std::vector<double> out(50), du(50, 7.0);  // written over, not accumulated into
     auto loss = [&] {
       activation_forward<double>(act, u.data(), out.data(), 50);
       return dot(R, out.data());

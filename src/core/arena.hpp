@@ -14,6 +14,8 @@
 
 #include <xtensor/xadapt.hpp>
 
+#include "core/parallel_loops.hpp"
+
 namespace poslab {
 
 // A handle to one parameter tensor inside the arena.
@@ -65,7 +67,7 @@ class ParameterArena {
   const T* adam_m() const { return storage_.data() + 2 * count_; }
   const T* adam_v() const { return storage_.data() + 3 * count_; }
 
-  void zero_grads() { std::fill(grads(), grads() + count_, T(0)); }
+  void zero_grads() { parallel_fill(grads(), long(count_), T(0)); }
 
   // An xtensor view (no copy) of a parameter, shaped as declared.
   auto view(Param p) {

@@ -8,6 +8,8 @@
 
 #include <xtensor/xtensor.hpp>
 
+#include "core/parallel_loops.hpp"
+
 namespace poslab {
 
 template <class T, std::size_t N>
@@ -18,7 +20,7 @@ void ensure_shape(xt::xtensor<T, N>& t, const std::array<std::size_t, N>& shape)
 template <class T, std::size_t N>
 void ensure_zeros(xt::xtensor<T, N>& t, const std::array<std::size_t, N>& shape) {
   ensure_shape(t, shape);
-  std::fill(t.begin(), t.end(), T(0));
+  parallel_fill(t.data(), long(t.size()), T(0));
 }
 
 }  // namespace poslab

@@ -69,6 +69,8 @@
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
 #include "core/init_normal.hpp"
+#include "core/ordered_sums.hpp"
+#include "encodings/geometry_key.hpp"
 #include "encodings/registry.hpp"
 
 namespace poslab {
@@ -205,28 +207,43 @@ class Deberta : public Encoding<T> {
     // would make every add wait for the previous store) and into one contiguous row of dG2.
     if (n1 > 0) ensure_zeros(G1_, {std::size_t(B) * L * H, std::size_t(n1)});
     if (n2 > 0) ensure_zeros(G2_, {std::size_t(B) * H * n2, std::size_t(K)});
+    // The far prefixes' c2p sums are made kRows rows at a time, each in its serial order
+    // (core/ordered_sums.hpp): the same sums, with kRows chains of adds side by side.
+    constexpr int kRows = 8;
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H; ++bh) {
       const int b = bh / H, h = bh % H;
-      for (int i = 0; i < L; ++i) {
-        const T* ds = dscores + (long(bh) * L + i) * K;
-        const int lo = row_lo_[i], far = row_far_[i], hi = row_hi_[i];
+      for (int i0 = 0; i0 < L; i0 += kRows) {
+        T far_sums[kRows];
         if (n1 > 0) {
-          const int* l1 = lab_c2p_.label.data() + long(i) * K;
-          T* dG1i = G1_.data() + (long(b) * L + i) * H * n1 + long(h) * n1;
-          T end = 0;
-          for (int j = lo; j < far; ++j) end += ds[j];
-          if (far > lo) dG1i[l1[lo]] += end;
-          for (int j = far; j <= hi; ++j) dG1i[l1[j]] += ds[j];
-        }
-        if (n2 > 0) {
-          const int* l2 = lab_p2c_.label.data() + long(i) * K;
-          T* dG2bh = G2_.data() + long(bh) * n2 * K;
-          if (far > lo) {
-            T* end = dG2bh + long(l2[lo]) * K;
-            for (int j = lo; j < far; ++j) end[j] += ds[j];
+          const T* rows[kRows];
+          int begin[kRows], end[kRows];
+          for (int r = 0; r < kRows; ++r) {
+            const int i = std::min(i0 + r, L - 1);
+            rows[r] = dscores + (long(bh) * L + i) * K;
+            begin[r] = i0 + r < L ? row_lo_[i] : 0;
+            end[r] = i0 + r < L ? row_far_[i] : 0;  // rows past L: empty
           }
-          for (int j = far; j <= hi; ++j) dG2bh[long(l2[j]) * K + j] += ds[j];
+          ordered_row_sums(rows, begin, end, far_sums);
+        }
+        for (int i = i0; i < std::min(L, i0 + kRows); ++i) {
+          const T* ds = dscores + (long(bh) * L + i) * K;
+          const int lo = row_lo_[i], far = row_far_[i], hi = row_hi_[i];
+          if (n1 > 0) {
+            const int* l1 = lab_c2p_.label.data() + long(i) * K;
+            T* dG1i = G1_.data() + (long(b) * L + i) * H * n1 + long(h) * n1;
+            if (far > lo) dG1i[l1[lo]] += far_sums[i - i0];  // sum of ds over [lo, far)
+            for (int j = far; j <= hi; ++j) dG1i[l1[j]] += ds[j];
+          }
+          if (n2 > 0) {
+            const int* l2 = lab_p2c_.label.data() + long(i) * K;
+            T* dG2bh = G2_.data() + long(bh) * n2 * K;
+            if (far > lo) {
+              T* end = dG2bh + long(l2[lo]) * K;
+              for (int j = lo; j < far; ++j) end[j] += ds[j];
+            }
+            for (int j = far; j <= hi; ++j) dG2bh[long(l2[j]) * K + j] += ds[j];
+          }
         }
       }
     }
@@ -299,7 +316,10 @@ class Deberta : public Encoding<T> {
   // Also the visible range [lo, hi] of every query row and the end `far` of its prefix of keys
   // k or more back (x >= k: c2p label 2k - 1, p2c label 0; with increasing key positions these
   // come first, with any other order the prefix is just shorter).
+  // A training step asks for them in the forward and backward pass of every layer, with the
+  // same mask and positions: they are kept and rebuilt only when those change.
   void compute_labels(const AttentionGeometry& g) {
+    if (labels_key_.same_as_last(g)) return;
     const int L = g.q_len, K = g.k_len;
     row_lo_.resize(L);
     row_hi_.resize(L);
@@ -445,8 +465,9 @@ class Deberta : public Encoding<T> {
   // Work buffers. Kr_, Qr_ hold each layer's projected rows from forward to backward.
   Labels lab_c2p_, lab_p2c_;                    // [L, K] each
   std::vector<int> row_lo_, row_hi_, row_far_;  // [L]: visible keys, end of the far prefix
-  std::vector<xt::xtensor<T, 2>> Kr_, Qr_;      // per layer: [n1, d], [n2, d]
-  xt::xtensor<T, 2> G1_, G2_, dKr_, dQr_;       // [B L H, n1], [B H n2, K], [n1, d], [n2, d]
+  GeometryKey labels_key_;                  // the mask and positions of the labels and rows above
+  std::vector<xt::xtensor<T, 2>> Kr_, Qr_;  // per layer: [n1, d], [n2, d]
+  xt::xtensor<T, 2> G1_, G2_, dKr_, dQr_;   // [B L H, n1], [B H n2, K], [n1, d], [n2, d]
 };
 
 }  // namespace

@@ -10,7 +10,8 @@
 //
 // and the vectors depend only on the clipped distance between the two positions:
 //
-//   a^K_ij = w^K[clip(j - i, k)]     a^V_ij = w^V[clip(j - i, k)]     clip(x, k) = max(-k, min(k, x))
+//   a^K_ij = w^K[clip(j - i, k)]     a^V_ij = w^V[clip(j - i, k)]     clip(x, k) = max(-k, min(k,
+//   x))
 //
 // The clip distance k (option `clip_k`) is the furthest distance the model can tell apart: all
 // keys k or more positions back share one vector. The paper finds almost nothing to gain past
@@ -62,6 +63,7 @@
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
 #include "core/init_normal.hpp"
+#include "core/ordered_sums.hpp"
 #include "encodings/geometry_key.hpp"
 #include "encodings/registry.hpp"
 
@@ -226,27 +228,35 @@ class Shaw : public Encoding<T> {
   // largest label, so that the gemms skip rows no pair reaches (k larger than any distance).
   // A training step asks four times per layer (keys and values, forward and backward) with the
   // same mask and positions: the labels are kept and rebuilt only when those change.
+  // Also the end of each row's clipped prefix, clip_end_[i]: the visible keys lo, lo + 1, ...
+  // that are k or more positions back (label k) come first in a row whose key positions
+  // increase; the rest of the row, the last k keys, has the other labels.
   int compute_labels(const AttentionGeometry& g) {
     if (labels_key_.same_as_last(g)) return labels_used_;
     const int L = g.q_len, K = g.k_len;
     labels_.resize(std::size_t(L) * K);
+    clip_end_.resize(L);
     int top = 0;
-    for (int i = 0; i < L; ++i)
+    for (int i = 0; i < L; ++i) {
       for (int j = 0; j < K; ++j) {
         int& lab = labels_[std::size_t(i) * K + j];
         lab = g.visible(i, j) ? relative_label(g.q_pos[i] - g.k_pos[j], k_) : -1;
         top = std::max(top, lab);
       }
+      int end = g.first_visible(i);
+      while (end <= g.last_visible(i) && labels_[std::size_t(i) * K + end] == k_) ++end;
+      clip_end_[i] = end;
+    }
     return labels_used_ = top + 1;
   }
 
-  // row[label_j] += x[j] over the visible keys j = lo..hi of one query row. In a long row most
+  // row[label_j] += x[j] over the visible keys j = start..hi of one query row, where `far`
+  // already holds the sum of x over the clipped prefix lo..start-1 (label k). In a long row most
   // keys sit in the clipped bucket k; that bucket is summed in a register, because adding into
   // the same memory slot over and over makes every add wait for the previous store (about 3x
   // slower).
-  void scatter_row(const int* lab, const T* x, int lo, int hi, int used, T* row) const {
-    T far = 0;  // keys k or more positions back
-    for (int j = lo; j <= hi; ++j) {
+  void scatter_row(const int* lab, const T* x, int start, int hi, int used, T* row, T far) const {
+    for (int j = start; j <= hi; ++j) {
       const int l = lab[j];
       if (l == k_)
         far += x[j];
@@ -268,7 +278,9 @@ class Shaw : public Encoding<T> {
         const int* lab = labels_.data() + long(i) * K;
         T* xi = x + (long(bh) * L + i) * K;
         const int lo = g.first_visible(i), hi = g.last_visible(i);  // the labelled keys
-        for (int j = lo; j <= hi; ++j) xi[j] += Mi[lab[j]];
+        const T clipped = Mi[std::min(k_, used - 1)];  // label k (when the prefix is not empty)
+        for (int j = lo; j < clip_end_[i]; ++j) xi[j] += clipped;  // the clipped prefix
+        for (int j = clip_end_[i]; j <= hi; ++j) xi[j] += Mi[lab[j]];
       }
     }
   }
@@ -277,13 +289,28 @@ class Shaw : public Encoding<T> {
   // the attention weights into Pb). Each (b, h) writes its own rows of M: no races.
   void scatter_by_label(const AttentionGeometry& g, const T* x, int used, T* M) const {
     const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    // The clipped prefixes are summed kRows rows at a time (core/ordered_sums.hpp): in order,
+    // as the plain loop, with kRows chains of adds side by side.
+    constexpr int kRows = 8;
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H; ++bh) {
       const int b = bh / H, h = bh % H;
-      for (int i = 0; i < L; ++i) {
-        T* Mi = M + (long(b * L + i) * H + h) * used;
-        scatter_row(labels_.data() + long(i) * K, x + (long(bh) * L + i) * K, g.first_visible(i),
-                    g.last_visible(i), used, Mi);
+      for (int i0 = 0; i0 < L; i0 += kRows) {
+        const T* rows[kRows];
+        int begin[kRows], end[kRows];
+        T far[kRows];
+        for (int r = 0; r < kRows; ++r) {
+          const int i = i0 + r;
+          rows[r] = x + (long(bh) * L + std::min(i, L - 1)) * K;
+          begin[r] = i < L ? g.first_visible(i) : 0;
+          end[r] = i < L ? clip_end_[i] : 0;  // rows past L: empty
+        }
+        ordered_row_sums(rows, begin, end, far);
+        for (int i = i0; i < std::min(L, i0 + kRows); ++i) {
+          T* Mi = M + (long(b * L + i) * H + h) * used;
+          scatter_row(labels_.data() + long(i) * K, rows[i - i0], clip_end_[i], g.last_visible(i),
+                      used, Mi, far[i - i0]);
+        }
       }
     }
   }
@@ -376,12 +403,13 @@ class Shaw : public Encoding<T> {
 
   // Work buffers, reshaped only when the geometry changes (nothing allocated in a training step
   // after the first). They hold nothing between calls, so one set serves every layer.
-  std::vector<int> labels_;  // [L, K]
-  GeometryKey labels_key_;    // the mask and positions labels_ was built for
-  int labels_used_ = 0;       // and its number of table rows used
-  xt::xtensor<T, 2> G_;      // [B*L*H, used]: G in forward, dG in backward
-  xt::xtensor<T, 2> Pb_;     // [B*L*H, used]: bucketed attention weights
-  xt::xtensor<T, 2> dPb_;    // [B*L*H, used]
+  std::vector<int> labels_;    // [L, K]
+  std::vector<int> clip_end_;  // [L]: end of each row's prefix of keys k or more back
+  GeometryKey labels_key_;     // the mask and positions labels_ was built for
+  int labels_used_ = 0;        // and its number of table rows used
+  xt::xtensor<T, 2> G_;        // [B*L*H, used]: G in forward, dG in backward
+  xt::xtensor<T, 2> Pb_;       // [B*L*H, used]: bucketed attention weights
+  xt::xtensor<T, 2> dPb_;      // [B*L*H, used]
 };
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "core/buffer.hpp"
+#include "core/parallel_loops.hpp"
 #include "encodings/encoding.hpp"
 #include "nn/attention.hpp"
 #include "nn/feedforward.hpp"
@@ -55,6 +56,7 @@ class Block {
     ensure_shape(h_, {sB, sL, sd});
     ensure_shape(f_, {sB, sL, sd});
     // c = [mem ; x]
+#pragma omp parallel for schedule(static) if (long(B) * K * d >= kParallelLoopMinElements)
     for (int b = 0; b < B; ++b) {
       std::copy_n(mem_.data() + long(b) * mem_.shape(1) * d, long(M) * d, cat_.data() + long(b) * K * d);
       std::copy_n(x + long(b) * L * d, long(L) * d, cat_.data() + (long(b) * K + M) * d);
@@ -84,8 +86,8 @@ class Block {
   void backward(const T* dy, const AttentionGeometry& g, Encoding<T>& enc, T* dx) {
     const int B = g.batch, L = g.q_len, M = g.mem_len, K = g.k_len, d = d_;
     const std::size_t sB = B, sL = L, sK = K, sd = d;
-    ensure_zeros(dcat_, {sB, sK, sd});
     if (!pre_ln_) {
+      ensure_shape(dcat_, {sB, sK, sd});  // written by the attention's backward
       ensure_zeros(dr2_, {sB, sL, sd});
       ensure_zeros(dr1_, {sB, sL, sd});
       ln_2.backward(dy, r2_.data(), dr2_.data(), B * L);
@@ -98,8 +100,9 @@ class Block {
       add_into(dx, dr1_.data(), B * L * d);
       attn.backward(dr1_.data(), cat_.data(), g, enc, layer_, dcat_.data());
     } else {
+      ensure_zeros(dcat_, {sB, sK, sd});
       ensure_zeros(dh_norm_, {sB, sL, sd});
-      ensure_zeros(dc_norm_, {sB, sK, sd});
+      ensure_shape(dc_norm_, {sB, sK, sd});  // written by the attention's backward
       ensure_shape(dh_, {sB, sL, sd});
       // y = h + FFN(LN_2(h))
       std::copy_n(dy, long(B) * L * d, dh_.data());
@@ -111,8 +114,11 @@ class Block {
       ln_1.backward(dc_norm_.data(), cat_.data(), dcat_.data(), B * K);
     }
     // The segment rows of dc flow into dx; the memory rows stop here.
-    for (int b = 0; b < B; ++b)
-      add_into(dx + long(b) * L * d, dcat_.data() + (long(b) * K + M) * d, L * d);
+    if (M == 0)
+      add_into(dx, dcat_.data(), long(B) * L * d);
+    else
+      for (int b = 0; b < B; ++b)
+        add_into(dx + long(b) * L * d, dcat_.data() + (long(b) * K + M) * d, L * d);
   }
 
   // mem <- last `mem_len` rows of [mem ; x] (the cat_ of the last forward pass).
@@ -158,12 +164,8 @@ class Block {
       attn.forward(c, g, enc, layer_, a_.data());
   }
   static std::string prefix(int layer) { return "layer" + std::to_string(layer) + "."; }
-  static void add(const T* a, const T* b, T* out, long n) {
-    for (long i = 0; i < n; ++i) out[i] = a[i] + b[i];
-  }
-  static void add_into(T* out, const T* a, long n) {
-    for (long i = 0; i < n; ++i) out[i] += a[i];
-  }
+  static void add(const T* a, const T* b, T* out, long n) { parallel_add(a, b, out, n); }
+  static void add_into(T* out, const T* a, long n) { parallel_add_into(out, a, n); }
 
   int layer_, d_;
   bool pre_ln_;

@@ -27,6 +27,7 @@
 #include "core/arena.hpp"
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
+#include "core/parallel_loops.hpp"
 #include "encodings/registry.hpp"
 #include "model/block.hpp"
 #include "nn/cross_entropy.hpp"
@@ -129,8 +130,10 @@ class TransformerLM {
     else
       parallel_multiply(matrix(logits_), top_rows, matrix(arena_.value(W_out_), d, V));
     const T* b_out = arena_.value(b_out_);
+    T* logits = logits_.data();
+#pragma omp parallel for schedule(static)
     for (long n = 0; n < long(B) * L; ++n)
-      for (int v = 0; v < V; ++v) logits_.data()[n * V + v] += b_out[v];
+      for (int v = 0; v < V; ++v) logits[n * V + v] += b_out[v];
     return cross_entropy_forward_backward<T>(logits_.data(), targets, weights, dlogits_.data(),
                                              token_loss_.data(), B * L, V);
   }
@@ -144,7 +147,7 @@ class TransformerLM {
     const int N = B * L;
     const std::size_t sN = N, sd = d;
     ensure_shape(dx_, {std::size_t(cfg_.n_layers + 1), sN, sd});
-    std::fill(dx_.begin(), dx_.end(), T(0));
+    parallel_fill(dx_.data(), long(dx_.size()), T(0));
     T* dtop = dlayer(cfg_.n_layers);
     const T* top = ln_f_ ? final_.data() : layer_input(cfg_.n_layers);
     if (ln_f_) ensure_zeros(dfinal_, {sN, sd});
@@ -152,13 +155,11 @@ class TransformerLM {
     // logits = top W_out + b  (or top E^T + b)
     if (cfg_.tie_embeddings) {
       // dtop += dlogits [N, V] E [V, d],   dE += dlogits^T [V, N] top [N, d]
-      parallel_multiply(matrix(dtop_pre, N, d), matrix(dlogits_),
-                        matrix(arena_.value(E_), V, d), T(1), T(1));
-      parallel_multiply(matrix(arena_.grad(E_), V, d), matrix(dlogits_).t(),
-                        matrix(top, N, d), T(1), T(1));
-      T* db = arena_.grad(b_out_);
-      for (long n = 0; n < N; ++n)
-        for (int v = 0; v < V; ++v) db[v] += dlogits_.data()[n * V + v];
+      parallel_multiply(matrix(dtop_pre, N, d), matrix(dlogits_), matrix(arena_.value(E_), V, d),
+                        T(1), T(1));
+      parallel_multiply(matrix(arena_.grad(E_), V, d), matrix(dlogits_).t(), matrix(top, N, d),
+                        T(1), T(1));
+      add_column_sums(dlogits_.data(), N, V, arena_.grad(b_out_));  // db += sum over rows
     } else {
       linear_backward<T>(dlogits_.data(), top, arena_.value(W_out_), dtop_pre,
                          arena_.grad(W_out_), arena_.grad(b_out_), N, d, V);

@@ -29,12 +29,12 @@ void activation_forward(Activation act, const T* u, T* out, long n) {
   }
 }
 
-// du += dout * act'(u)
+// du = dout * act'(u)  (written, not accumulated: du is the feed-forward block's own buffer)
 template <class T>
 void activation_backward(Activation act, const T* u, const T* dout, T* du, long n) {
   if (act == Activation::relu) {
 #pragma omp parallel for simd schedule(static)
-    for (long i = 0; i < n; ++i) du[i] += u[i] > T(0) ? dout[i] : T(0);
+    for (long i = 0; i < n; ++i) du[i] = u[i] > T(0) ? dout[i] : T(0);
     return;
   }
   const T c = std::sqrt(T(2) / T(M_PI));
@@ -43,7 +43,7 @@ void activation_backward(Activation act, const T* u, const T* dout, T* du, long 
     const T x = u[i];
     const T t = std::tanh(c * (x + T(0.044715) * x * x * x));
     const T dt = (T(1) - t * t) * c * (T(1) + T(3) * T(0.044715) * x * x);
-    du[i] += dout[i] * (T(0.5) * (T(1) + t) + T(0.5) * x * dt);
+    du[i] = dout[i] * (T(0.5) * (T(1) + t) + T(0.5) * x * dt);
   }
 }
 

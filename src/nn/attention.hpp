@@ -24,6 +24,7 @@
 #include "core/arena.hpp"
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
+#include "core/ordered_sums.hpp"
 #include "core/rng.hpp"
 #include "encodings/encoding.hpp"
 #include "nn/inference_scratch.hpp"
@@ -76,12 +77,12 @@ class Attention {
     forward_in_chunks(x, g, enc, layer, out, s.q, s.k, s.v, s.ctx, s.scores, rows);
   }
 
-  // dout [B, L, d]; x is the forward input. Accumulates dx [B, K, d] (memory rows included;
-  // the caller drops them: memory is stop-gradient) and the parameter gradients.
-  void backward(const T* dout, const T* x, const AttentionGeometry& g, Encoding<T>& enc,
-                int layer, T* dx) {
+  // dout [B, L, d]; x is the forward input. Writes dx [B, K, d] (memory rows included; the
+  // caller drops them: memory is stop-gradient) and accumulates the parameter gradients.
+  void backward(const T* dout, const T* x, const AttentionGeometry& g, Encoding<T>& enc, int layer,
+                T* dx) {
     const int B = g.batch, L = g.q_len, K = g.k_len, M = g.mem_len, d = d_;
-    ensure_zeros(dctx_, {std::size_t(B), std::size_t(L), std::size_t(d)});
+    ensure_shape(dctx_, {std::size_t(B), std::size_t(L), std::size_t(d)});
     // dP starts from the value terms' gradient if the encoding has value terms, else from the
     // first product below (beta = 0): no pass to zero B H L K cells first.
     const bool value_terms = enc.has_value_terms();
@@ -93,13 +94,14 @@ class Attention {
     ensure_shape(dk_, {std::size_t(B), std::size_t(K), std::size_t(d)});
     ensure_shape(dv_, {std::size_t(B), std::size_t(K), std::size_t(d)});
 
-    // out = z W_o
+    // out = z W_o: dz = dout W_o^T is written (beta 0), the rest of the layer adds to it.
     linear_backward<T>(dout, ctx_.data(), arena_.value(W_o), dctx_.data(), arena_.grad(W_o),
-                       nullptr, B * L, d, d);
+                       nullptr, B * L, d, d, /*dx_beta=*/T(0));
     // (d) value terms: gradient into P and the encoding's tables.
     if (value_terms) enc.values_backward(layer, g, probs_.data(), dctx_.data(), dprobs_.data());
     // z_h = P_h v_h:  dP_h += dz_h v_h^T,  dv_h = P_h^T dz_h. Then the softmax backward,
     // dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik), written over dP. Masked cells get exactly 0.
+    constexpr int kRows = 8;
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H_; ++bh) {
       const int b = bh / H_, h = bh % H_;
@@ -108,12 +110,23 @@ class Attention {
       const auto dz = head(std::as_const(dctx_), b, h);     // [L, d_h], row stride d
       multiply(dP, dz, head(v_, b, h).t(), T(1), value_terms ? T(1) : T(0));  // dP_h += dz_h v_h^T
       multiply(head(dv_, b, h), P.t(), dz);  // dv_h [K, d_h] = P_h^T [K, L] dz_h [L, d_h]
-      for (int i = 0; i < L; ++i) {
-        const T* p = P.row(i);
-        T* dp = dP.row(i);
-        T dot = 0;
-        for (int j = 0; j < K; ++j) dot += p[j] * dp[j];
-        for (int j = 0; j < K; ++j) dp[j] = p[j] * (dp[j] - dot);
+      // kRows rows at a time: their dot products side by side, each in its serial order
+      // (core/ordered_sums.hpp), then the rows rewritten.
+      for (int i0 = 0; i0 < L; i0 += kRows) {
+        const T* p[kRows];
+        const T* dp[kRows];
+        for (int r = 0; r < kRows; ++r) {
+          const int i = std::min(i0 + r, L - 1);  // rows past L repeat the last: discarded
+          p[r] = P.row(i);
+          dp[r] = dP.row(i);
+        }
+        T dot[kRows];  // sum_k P_ik dP_ik
+        ordered_row_dots(p, dp, K, dot);
+        for (int i = i0; i < std::min(L, i0 + kRows); ++i) {
+          T* dpi = dP.row(i);
+          const T* pi = p[i - i0];
+          for (int j = 0; j < K; ++j) dpi[j] = pi[j] * (dpi[j] - dot[i - i0]);
+        }
       }
       // Content score S = scale * q k^T:  dq_h = scale * dS k_h,  dk_h = scale * dS^T q_h.
       const T content_scale = content_ ? scale_ : T(0);
@@ -126,9 +139,9 @@ class Attention {
                           dk_.data());
     if (enc.has_qk_transform()) enc.qk_backward(layer, g, dq_.data(), dk_.data());
 
-    // Projections.
-    linear_backward<T>(dk_.data(), x, arena_.value(W_k), dx, arena_.grad(W_k), nullptr, B * K, d,
-                       d);
+    // Projections. dx = dk W_k^T (written: beta 0) + dv W_v^T + dq W_q^T (segment rows).
+    linear_backward<T>(dk_.data(), x, arena_.value(W_k), dx, arena_.grad(W_k), nullptr, B * K, d, d,
+                       /*dx_beta=*/T(0));
     linear_backward<T>(dv_.data(), x, arena_.value(W_v), dx, arena_.grad(W_v), nullptr, B * K, d,
                        d);
     for (int b = 0; b < B; ++b) {
@@ -188,7 +201,8 @@ class Attention {
       for (int bh = 0; bh < R * H_; ++bh) {
         const int b = b0 + bh / H_, h = bh % H_;
         const auto P = per_head(probs, bh);  // [L, K], the scores until the softmax
-        for (int i = 0; i < L; ++i) masked_softmax_row(P.row(i), i, g);
+        for (int i0 = 0; i0 < L; i0 += kSoftmaxRows)
+          masked_softmax_rows(P, i0, std::min(kSoftmaxRows, L - i0), g);
         multiply(head(ctx, b, h), P, head(v, b, h));  // z_h [L, d_h] = P_h [L, K] v_h [K, d_h]
       }
       // (d) positional value terms.
@@ -225,21 +239,48 @@ class Attention {
       linear_forward<T>(x + (long(b) * K + M) * d_, W, nullptr, y + long(b) * L * d_, L, d_, d_);
   }
 
-  // Softmax over the keys visible to query i; every other cell is set to exactly 0.
-  static void masked_softmax_row(T* s, int i, const AttentionGeometry& g) {
+  // Softmax over the keys visible to each query i0 .. i0 + n - 1 (n <= kSoftmaxRows) of one
+  // head's scores P [L, K], in place; every other cell is set to exactly 0:
+  //   P_ij = exp(S_ij - m_i) / sum_j' exp(S_ij' - m_i),   m_i = max_j S_ij,   j, j' visible
+  // The rows' sums are made side by side, each in its serial order (core/ordered_sums.hpp).
+  static constexpr int kSoftmaxRows = 8;
+  static void masked_softmax_rows(MatrixView<T> P, int i0, int n, const AttentionGeometry& g) {
     const int K = g.k_len;
-    const int lo = g.first_visible(i), hi = g.last_visible(i);
-    T smax = -std::numeric_limits<T>::infinity();
-    for (int j = lo; j <= hi; ++j) smax = std::max(smax, s[j]);
-    T sum = 0;
-    for (int j = lo; j <= hi; ++j) {
-      s[j] = std::exp(s[j] - smax);
-      sum += s[j];
+    const T* rows[kSoftmaxRows];
+    int begin[kSoftmaxRows], end[kSoftmaxRows];  // visible keys [begin, end) of each row
+    for (int r = 0; r < kSoftmaxRows; ++r) {
+      const int i = i0 + std::min(r, n - 1);
+      rows[r] = P.row(i);
+      begin[r] = r < n ? g.first_visible(i) : 0;  // rows past n: empty
+      end[r] = r < n ? g.last_visible(i) + 1 : 0;
     }
-    const T inv = T(1) / sum;
-    for (int j = 0; j < lo; ++j) s[j] = 0;
-    for (int j = lo; j <= hi; ++j) s[j] *= inv;
-    for (int j = hi + 1; j < K; ++j) s[j] = 0;
+    for (int r = 0; r < n; ++r) {
+      T* s = P.row(i0 + r);
+      const T m = row_max(s, begin[r], end[r]);
+      for (int j = begin[r]; j < end[r]; ++j) s[j] = std::exp(s[j] - m);
+    }
+    T sum[kSoftmaxRows];
+    ordered_row_sums(rows, begin, end, sum);
+    for (int r = 0; r < n; ++r) {
+      T* s = P.row(i0 + r);
+      const T inv = T(1) / sum[r];
+      for (int j = 0; j < begin[r]; ++j) s[j] = 0;
+      for (int j = begin[r]; j < end[r]; ++j) s[j] *= inv;
+      for (int j = end[r]; j < K; ++j) s[j] = 0;
+    }
+  }
+
+  // max of s[begin .. end-1], in 16 partial maxima (one vector register): a maximum is the same
+  // in any order, so this equals the one-by-one loop, without its chain of dependent steps.
+  static T row_max(const T* s, int begin, int end) {
+    constexpr int kLanes = 16;
+    T part[kLanes];
+    std::fill(part, part + kLanes, -std::numeric_limits<T>::infinity());
+    int j = begin;
+    for (; j + kLanes <= end; j += kLanes)
+      for (int u = 0; u < kLanes; ++u) part[u] = std::max(part[u], s[j + u]);
+    for (; j < end; ++j) part[0] = std::max(part[0], s[j]);
+    return *std::max_element(part, part + kLanes);
   }
 
   ParameterArena<T>& arena_;

@@ -45,10 +45,11 @@ class FeedForward {
 
   // Accumulates dx [N, d] and the parameter gradients.
   void backward(const T* dout, const T* x, T* dx, int N) {
-    ensure_zeros(da_, {std::size_t(N), std::size_t(di_)});
-    ensure_zeros(du_, {std::size_t(N), std::size_t(di_)});
+    ensure_shape(da_, {std::size_t(N), std::size_t(di_)});
+    ensure_shape(du_, {std::size_t(N), std::size_t(di_)});
+    // da = dout W_2^T and du = da act'(u) are written, not accumulated: no zeroing pass.
     linear_backward<T>(dout, a_.data(), arena_.value(W_2), da_.data(), arena_.grad(W_2),
-                       arena_.grad(b_2), N, di_, d_);
+                       arena_.grad(b_2), N, di_, d_, /*dx_beta=*/T(0));
     activation_backward<T>(act_, u_.data(), da_.data(), du_.data(), long(N) * di_);
     linear_backward<T>(du_.data(), x, arena_.value(W_1), dx, arena_.grad(W_1), arena_.grad(b_1),
                        N, d_, di_);

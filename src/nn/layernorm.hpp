@@ -7,61 +7,85 @@
 //   dx += rstd * (dx_hat - mean(dx_hat) - x_hat * mean(dx_hat * x_hat)),  dx_hat = dy * g
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 
+#include "core/parallel_loops.hpp"
+
 namespace poslab {
+
+// The row sums (mean, variance, and the two means of the backward pass) are chains of
+// dependent adds. kLayerNormRows rows advance side by side, each sum still in the order
+// i = 0, 1, ..., d-1 (as in core/ordered_sums.hpp): the results of a row-by-row loop, with
+// kLayerNormRows chains in flight instead of one.
+inline constexpr int kLayerNormRows = 8;
 
 template <class T>
 void layernorm_forward(const T* x, const T* g, const T* b, T* y, T* mean, T* rstd, int N, int d,
                        T eps = T(1e-5)) {
+  constexpr int R = kLayerNormRows;
 #pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; ++n) {
-    const T* xr = x + static_cast<long>(n) * d;
-    T* yr = y + static_cast<long>(n) * d;
-    T mu = 0;
-    for (int i = 0; i < d; ++i) mu += xr[i];
-    mu /= d;
-    T var = 0;
-    for (int i = 0; i < d; ++i) var += (xr[i] - mu) * (xr[i] - mu);
-    var /= d;
-    const T rs = T(1) / std::sqrt(var + eps);
-    for (int i = 0; i < d; ++i) yr[i] = (xr[i] - mu) * rs * g[i] + b[i];
-    mean[n] = mu;
-    rstd[n] = rs;
+  for (int n0 = 0; n0 < N; n0 += R) {
+    const T* xr[R];  // rows n0 .. n0 + R - 1 (past N: the last row again, results dropped)
+    for (int r = 0; r < R; ++r) xr[r] = x + static_cast<long>(std::min(n0 + r, N - 1)) * d;
+    T mu[R], var[R];
+    for (int r = 0; r < R; ++r) mu[r] = var[r] = 0;
+    for (int i = 0; i < d; ++i)
+      for (int r = 0; r < R; ++r) mu[r] += xr[r][i];
+    for (int r = 0; r < R; ++r) mu[r] /= d;
+    for (int i = 0; i < d; ++i)
+      for (int r = 0; r < R; ++r) var[r] += (xr[r][i] - mu[r]) * (xr[r][i] - mu[r]);
+    for (int n = n0; n < std::min(N, n0 + R); ++n) {
+      const int r = n - n0;
+      const T rs = T(1) / std::sqrt(var[r] / d + eps);
+      T* yr = y + static_cast<long>(n) * d;
+      for (int i = 0; i < d; ++i) yr[i] = (xr[r][i] - mu[r]) * rs * g[i] + b[i];
+      mean[n] = mu[r];
+      rstd[n] = rs;
+    }
   }
 }
 
-// dx is accumulated; dg, db are accumulated (serially, so the result does not depend on threads).
+// dx is accumulated; dg, db are accumulated over the rows in order (core/parallel_loops.hpp), so
+// the result does not depend on the number of threads.
 template <class T>
 void layernorm_backward(const T* dy, const T* x, const T* g, const T* mean, const T* rstd, T* dx,
                         T* dg, T* db, int N, int d) {
+  constexpr int R = kLayerNormRows;
 #pragma omp parallel for schedule(static)
-  for (int n = 0; n < N; ++n) {
-    const T* dyr = dy + static_cast<long>(n) * d;
-    const T* xr = x + static_cast<long>(n) * d;
-    T* dxr = dx + static_cast<long>(n) * d;
-    T mean_dxhat = 0, mean_dxhat_xhat = 0;
-    for (int i = 0; i < d; ++i) {
-      const T xhat = (xr[i] - mean[n]) * rstd[n];
-      const T dxhat = dyr[i] * g[i];
-      mean_dxhat += dxhat;
-      mean_dxhat_xhat += dxhat * xhat;
+  for (int n0 = 0; n0 < N; n0 += R) {
+    const T *dyr[R], *xr[R], *mr[R], *rr[R];  // past N: the last row again, results dropped
+    for (int r = 0; r < R; ++r) {
+      const long n = std::min(n0 + r, N - 1);
+      dyr[r] = dy + n * d, xr[r] = x + n * d, mr[r] = mean + n, rr[r] = rstd + n;
     }
-    mean_dxhat /= d;
-    mean_dxhat_xhat /= d;
-    for (int i = 0; i < d; ++i) {
-      const T xhat = (xr[i] - mean[n]) * rstd[n];
-      dxr[i] += rstd[n] * (dyr[i] * g[i] - mean_dxhat - xhat * mean_dxhat_xhat);
+    T mean_dxhat[R], mean_dxhat_xhat[R];
+    for (int r = 0; r < R; ++r) mean_dxhat[r] = mean_dxhat_xhat[r] = 0;
+    for (int i = 0; i < d; ++i)
+      for (int r = 0; r < R; ++r) {
+        const T xhat = (xr[r][i] - *mr[r]) * *rr[r];
+        const T dxhat = dyr[r][i] * g[i];
+        mean_dxhat[r] += dxhat;
+        mean_dxhat_xhat[r] += dxhat * xhat;
+      }
+    for (int n = n0; n < std::min(N, n0 + R); ++n) {
+      const int r = n - n0;
+      const T m1 = mean_dxhat[r] / d, m2 = mean_dxhat_xhat[r] / d;
+      T* dxr = dx + static_cast<long>(n) * d;
+      for (int i = 0; i < d; ++i) {
+        const T xhat = (xr[r][i] - mean[n]) * rstd[n];
+        dxr[i] += rstd[n] * (dyr[r][i] * g[i] - m1 - xhat * m2);
+      }
     }
   }
-  for (int n = 0; n < N; ++n) {
+  for_column_blocks(N, d, [&](int n, int i0, int i1) {
     const T* dyr = dy + static_cast<long>(n) * d;
     const T* xr = x + static_cast<long>(n) * d;
-    for (int i = 0; i < d; ++i) {
+    for (int i = i0; i < i1; ++i) {
       dg[i] += dyr[i] * (xr[i] - mean[n]) * rstd[n];
       db[i] += dyr[i];
     }
-  }
+  });
 }
 
 }  // namespace poslab

@@ -52,12 +52,15 @@ void adamw_step(ParameterArena<T>& arena, const TrainConfig& c, int step, double
   const T* g = arena.grads();
   T* m = arena.adam_m();
   T* v = arena.adam_v();
+  // Element by element, so the threads (one region, each slot's elements split among them)
+  // give exactly the serial results.
+#pragma omp parallel
   for (const ParamSlot& slot : arena.slots()) {
     const T decay = slot.weight_decay ? T(c.weight_decay) : T(0);
     const T step_size = T(lr / bc1);
     const T inv_bc2 = T(1.0 / bc2);
     const std::size_t end = slot.offset + slot.size;
-#pragma omp simd
+#pragma omp for simd schedule(static) nowait
     for (std::size_t i = slot.offset; i < end; ++i) {
       m[i] = b1 * m[i] + (1 - b1) * g[i];
       v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
