@@ -22,11 +22,16 @@
 // only q, k, v, the memory and the encodings' per-key tables still grow with the context K.
 //
 // Peak resident memory of evaluation, Transformer-XL, d_model 64, 2 layers, 4 heads, batch 1,
-// segment 512, random weights (bench/eval_memory.sh > results/bench/eval_memory.csv; "budget
-// 16 MiB" is `poslab bench --eval-memory M --eval-memory-budget 16`):
-//   context                   1,024   2,560   8,704  16,384
-//   training forward, MB       46.4    89.3   257.7   471.5
-//   (filled in below by the measurement commit)
+// segment 512, random weights, MB (bench/eval_memory.sh > results/bench/eval_memory.csv, which
+// runs `poslab bench --eval-memory M --eval-memory-path training|inference
+// --eval-memory-budget MB`; docs/09-speed.md):
+//   context                          512   1,024   2,048   4,096   8,192  16,384
+//   training forward                32.9    46.5    74.9   131.9   245.0   471.6
+//   evaluation, budget 256 MiB      28.2    37.7    57.9    98.3   175.4   336.1   (4 heads)
+//   evaluation, budget 32 MiB       28.1    37.7    57.9    98.1   180.2   187.4   (2, 1 head)
+// At the default budget one row's scores at 16,384 (128 MiB) still fit: one chunk. With 32 MiB
+// the chunk is 2 heads at 8,192 and 1 head at 16,384, and the peak stops following the scores;
+// what still grows is linear in K (q, k, v, layer inputs, Transformer-XL's tables).
 #pragma once
 
 #include <algorithm>

@@ -11,7 +11,8 @@
 
 namespace poslab {
 
-double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, bool training) {
+double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, bool training,
+                       double score_budget_bytes) {
   const double B = batch, L = seq_len, M = mem_len, K = M + L;
   const double d = cfg.model.d_model, H = cfg.model.n_heads, di = cfg.model.d_inner;
   const double V = cfg.model.vocab_size, layers = cfg.model.n_layers;
@@ -27,7 +28,7 @@ double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, b
   // (Transformer-XL's padded relative shift): (R, Hc) = (B, H), or (1, as many heads as fit the
   // budget) (nn/inference_scratch.hpp).
   const InferenceChunk chunk =
-      inference_chunk(batch, cfg.model.n_heads, seq_len, mem_len + seq_len, 4);
+      inference_chunk(batch, cfg.model.n_heads, seq_len, mem_len + seq_len, 4, score_budget_bytes);
   const double scores_per_layer = training ? 2 * 2 * B * H * L * K : 0;
   const double scores_shared = training ? 0 : 2 * double(chunk.rows) * chunk.heads * L * K;
   const double per_layer =
