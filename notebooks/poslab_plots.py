@@ -438,6 +438,51 @@ def reuse_speed(bench_dir, out_dir=None):
     return save(fig, out_dir, "reuse_speed")
 
 
+def eval_memory(bench_dir, out_dir=None):
+    """`poslab bench --eval-memory` (bench/eval_memory.sh): peak resident memory of evaluating
+    one row against the context length, for the training forward (every layer's weights kept),
+    the evaluation-only forward at the default score budget (256 MiB) and at a 32 MiB budget
+    (scores made one row and as many heads as fit at a time), with the heads per chunk written
+    where the chunk holds fewer than all heads."""
+    table = pd.read_csv(os.path.join(bench_dir, "eval_memory.csv"))
+    out_dir = out_dir or os.path.join(bench_dir, "figures")
+    fig, axes = panels([None], width=5.0, height=3.8)
+    ax = axes[0]
+    table["score_budget_mb"] = table["score_budget_mb"].fillna(0)
+    series = [("training", 0, "training forward (keeps every layer's weights)", "#d62728", "o"),
+              ("inference", 256, "evaluation-only, score budget 256 MiB (default)", "#7f7f7f", "s"),
+              ("inference", 32, "evaluation-only, score budget 32 MiB", "#17becf", "^")]
+    for path, budget, label, colour, marker in series:
+        rows = table[(table["path"] == path) & (table["score_budget_mb"] == budget)]
+        if rows.empty:
+            continue
+        rows = rows.sort_values("context")
+        ax.plot(rows["context"], rows["peak_rss_mb"], marker=marker, markersize=3.5,
+                color=colour, label=label)
+        if path == "inference":
+            for _, row in rows.iterrows():
+                if row["score_chunk_heads"] < row["n_heads"]:
+                    # Left above the point (the lines rise to its right); the last one below.
+                    last = row["context"] == rows["context"].max()
+                    ax.annotate(f"{int(row['score_chunk_heads'])} of {int(row['n_heads'])} heads",
+                                (row["context"], row["peak_rss_mb"]),
+                                xytext=(0, -6) if last else (-4, 5), textcoords="offset points",
+                                ha="center" if last else "right", va="top" if last else "bottom",
+                                fontsize=7, color=colour)
+    ax.set_xscale("log", base=2)
+    contexts = sorted(table["context"].unique())
+    ax.set_xticks(contexts)
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
+    ax.set_xlabel("context (segment 512 + memory), tokens")
+    ax.set_ylabel("peak resident memory, MB")
+    first = table.iloc[0]
+    ax.set_title(f"evaluation memory, {first['encoding']} d_model {first['d_model']}, "
+                 f"{first['n_layers']} layers, {first['n_heads']} heads, batch 1", fontsize=9)
+    ax.legend(loc="upper left", frameon=False, fontsize=7)
+    fig.tight_layout()
+    return save(fig, out_dir, "eval_memory")
+
+
 def scaling(bench_dir, out_dir=None):
     """`poslab bench --scaling`: training tokens/s of every encoding against the segment length
     (batch x segment fixed, memory = segment), and its GFLOP/s (FLOPs counted in its sgemm
@@ -532,13 +577,16 @@ def main(argv):
         print(__doc__)
         return 0 if len(argv) >= 2 else 2
     for study_dir in argv[1:]:
-        if os.path.exists(os.path.join(study_dir, "reuse_speed.csv")) or \
-                os.path.exists(os.path.join(study_dir, "scaling.csv")):  # poslab bench
+        if any(os.path.exists(os.path.join(study_dir, name))  # poslab bench
+               for name in ("reuse_speed.csv", "scaling.csv", "eval_memory.csv")):
             if os.path.exists(os.path.join(study_dir, "reuse_speed.csv")):  # --reuse
                 for path in reuse_speed(study_dir):
                     print(path)
             if os.path.exists(os.path.join(study_dir, "scaling.csv")):  # --scaling
                 for path in scaling(study_dir):
+                    print(path)
+            if os.path.exists(os.path.join(study_dir, "eval_memory.csv")):  # --eval-memory
+                for path in eval_memory(study_dir):
                     print(path)
             continue
         if not os.path.exists(os.path.join(study_dir, "summary.csv")):

@@ -370,24 +370,30 @@ int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long t
 namespace poslab {
 
 // `poslab bench --eval-memory M,...`: peak resident memory of evaluating one batch row with a
-// memory of M tokens (segment train.seq_len), through the evaluation-only forward (the default)
-// or, with --eval-memory-path training, through the training forward that keeps every layer's
-// attention weights (what evaluation did before). The model is freshly initialized (memory use
+// memory of M tokens (segment train.seq_len), through the evaluation-only forward (the default;
+// scores in chunks of (rows, heads) of at most --eval-memory-budget MiB, 256 by default as in
+// evaluation) or, with --eval-memory-path training, through the training forward that keeps
+// every layer's attention weights (what evaluation did before). The model is freshly initialized (memory use
 // does not depend on the weights); ceil(M / L) + 1 segments fill the memory, so the last one
 // attends over K = M + L keys. One process per measurement gives clean peaks (glibc may keep
 // freed memory); the peak includes the process's baseline, printed alongside.
 int run_bench_eval_memory(const Config& cfg, const std::vector<int>& mem_lens,
-                          const std::string& path, const std::string& csv_path) {
+                          const std::string& path, double score_budget_mb,
+                          const std::string& csv_path) {
   if (path != "inference" && path != "training")
     throw std::invalid_argument("--eval-memory-path must be 'inference' or 'training', got '" +
                                 path + "'");
   const int L = cfg.train.seq_len;
+  const bool inference = path == "inference";
+  const double budget_bytes = score_budget_mb * (1 << 20);
   for (int m : mem_lens)
     check_memory(cfg, 1, L, m, /*training=*/false, "bench --eval-memory " + std::to_string(m));
   set_threads(cfg.train.threads);
-  std::string csv = "path,encoding,d_model,n_layers,n_heads,batch,segment,memory,context,"
-                    "estimated_mb,baseline_rss_mb,peak_rss_mb\n";
-  std::cout << "poslab bench --eval-memory (" << path << " forward): d_model "
+  std::string csv = "path,score_budget_mb,encoding,d_model,n_layers,n_heads,batch,segment,"
+                    "memory,context,score_chunk_heads,estimated_mb,baseline_rss_mb,peak_rss_mb\n";
+  std::cout << "poslab bench --eval-memory (" << path << " forward";
+  if (inference) std::cout << ", score budget " << score_budget_mb << " MiB";
+  std::cout << "): d_model "
             << cfg.model.d_model << ", " << cfg.model.n_layers << " layers, " << cfg.model.n_heads
             << " heads, encoding '" << cfg.encoding.type << "', batch 1, segment " << L << "\n";
   for (int M : mem_lens) {
@@ -399,7 +405,8 @@ int run_bench_eval_memory(const Config& cfg, const std::vector<int>& mem_lens,
       memory.mem_len = M;
       TransformerLM<float> model(cfg.model, cfg.encoding, memory);
       model.init(cfg.train.seed);
-      model.set_inference_only(path == "inference");
+      model.set_inference_only(inference);
+      model.inference_scratch().score_budget_bytes = budget_bytes;
       Rng rng(cfg.train.seed);
       std::vector<std::int32_t> inputs(L), targets(L);
       const int segments = (M + L - 1) / L + 1;
@@ -412,12 +419,21 @@ int run_bench_eval_memory(const Config& cfg, const std::vector<int>& mem_lens,
       }
     }
     const double peak = double(peak_memory_bytes()) / mb;
-    const double estimate = estimated_bytes(cfg, 1, L, M, /*training=*/false) / mb;
+    // The training path keeps [B, H, L, K] per layer (its estimate is the evaluation one's,
+    // what a budget-respecting pass needs); the inference path's chunk holds Hc heads.
+    const InferenceChunk chunk = inference_chunk(1, cfg.model.n_heads, L, M + L, sizeof(float),
+                                                 inference ? budget_bytes
+                                                           : kInferenceScoreBudgetBytes);
+    const double estimate =
+        estimated_bytes(cfg, 1, L, M, /*training=*/false,
+                        inference ? budget_bytes : kInferenceScoreBudgetBytes) / mb;
     std::ostringstream row;
-    row << path << ',' << cfg.encoding.type << ',' << cfg.model.d_model << ','
-        << cfg.model.n_layers << ',' << cfg.model.n_heads << ",1," << L << ',' << M << ','
-        << (M + L) << ',' << std::fixed << std::setprecision(1) << estimate << ',' << baseline
-        << ',' << peak << '\n';
+    row << path << ',';
+    if (inference) row << score_budget_mb;  // empty for the training path: no budget
+    row << ',' << cfg.encoding.type << ',' << cfg.model.d_model << ',' << cfg.model.n_layers << ','
+        << cfg.model.n_heads << ",1," << L << ',' << M << ',' << (M + L) << ','
+        << (inference ? chunk.heads : cfg.model.n_heads) << ',' << std::fixed
+        << std::setprecision(1) << estimate << ',' << baseline << ',' << peak << '\n';
     csv += row.str();
     std::cout << "  context " << std::setw(6) << M + L << " (memory " << std::setw(6) << M
               << "): peak RSS " << std::fixed << std::setprecision(1) << peak << " MB (baseline "

@@ -45,9 +45,11 @@ int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long t
 // batch x segment = tokens_per_step and memory = segment: tokens/s, counted FLOPs per token,
 // GFLOP/s and the ratio to 'none'; writes a CSV if csv_path is not empty.
 // Peak resident memory of evaluation (one batch row, segment train.seq_len) at each memory
-// length, through the evaluation-only ("inference") or the training forward.
+// length, through the evaluation-only ("inference", scores in chunks of at most
+// score_budget_mb MiB) or the training forward.
 int run_bench_eval_memory(const Config& cfg, const std::vector<int>& mem_lens,
-                          const std::string& path, const std::string& csv_path);
+                          const std::string& path, double score_budget_mb,
+                          const std::string& csv_path);
 
 int run_bench_scaling(const Config& cfg, int steps, const std::vector<int>& segments,
                       int tokens_per_step, const std::string& csv_path);

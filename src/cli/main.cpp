@@ -36,6 +36,7 @@
 #include "cli/commands.hpp"
 #include "config/load.hpp"
 #include "encodings/registry.hpp"
+#include "nn/inference_scratch.hpp"
 #include "tasks/task.hpp"
 #include "study/runner.hpp"
 #include "train/registered_choices.hpp"
@@ -168,6 +169,7 @@ struct Arguments {
   std::string csv_path;              // bench --reuse, --scaling: where to write the table
   std::vector<int> eval_memory_lens;  // bench --eval-memory: memory lengths
   std::string eval_memory_path = "inference";  // bench --eval-memory-path
+  double eval_memory_budget_mb = kInferenceScoreBudgetBytes / (1 << 20);  // --eval-memory-budget
   std::vector<int> scaling_segments; // bench --scaling: segment lengths
   int scaling_tokens = 1024;         // bench --scaling: batch x segment
   bool force = false;                // train: move an existing run aside
@@ -324,6 +326,12 @@ int run(int argc, char** argv) {
                     "--eval-memory: 'inference' (evaluation-only forward, the default) or "
                     "'training' (the forward that keeps every layer's weights)")
       ->type_name("PATH");
+  bench->add_option("--eval-memory-budget", args.eval_memory_budget_mb,
+                    "--eval-memory, inference path: score budget in MiB; above it the scores are "
+                    "made one row and as many heads as fit at a time (default 256, what "
+                    "evaluation uses)")
+      ->type_name("MB")
+      ->check(CLI::Range(0.0, 1e9));
   bench->add_option("--tokens", args.scaling_tokens, "--scaling: tokens per step (batch x segment)")
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 24));
@@ -343,6 +351,7 @@ int run(int argc, char** argv) {
       "  poslab bench --compare 64        # every encoding, memory 0 and 64\n"
       "  poslab bench --scaling 64,128,256,512 --steps 5 --csv results/bench/scaling.csv\n"
       "  poslab bench --eval-memory 512,2048 --set train.seq_len=512 --set model.n_layers=2\n"
+      "  poslab bench --eval-memory 15872 --eval-memory-budget 32 --set train.seq_len=512\n"
       "  poslab bench --reuse 128,256,512,1024,2048 --set encoding.type=transformer_xl "
       "--csv results/bench/reuse_speed.csv");
 
@@ -458,7 +467,7 @@ int run(int argc, char** argv) {
         return run_bench_reuse(cfg, args.reuse_attn_lens, args.reuse_targets, args.csv_path);
       if (!args.eval_memory_lens.empty())
         return run_bench_eval_memory(cfg, args.eval_memory_lens, args.eval_memory_path,
-                                     args.csv_path);
+                                     args.eval_memory_budget_mb, args.csv_path);
       if (args.compare_mem_len >= 0)
         return run_bench_comparison(cfg, args.steps, args.compare_mem_len);
       if (!args.scaling_segments.empty())

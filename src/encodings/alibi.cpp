@@ -38,15 +38,15 @@ class Alibi : public Encoding<T> {
 
   bool has_score_terms() const override { return true; }
 
-  // scores[b, h, i, j] -= m_h * (q_pos[i] - k_pos[j])     (visible cells only)
+  // scores[b, h - h0, i, j] -= m_h * (q_pos[i] - k_pos[j])   (visible cells; heads h0 .. h0+Hc-1)
   void scores_forward(int /*layer*/, const AttentionGeometry& g, const T* /*q*/, const T* /*k*/,
                       T /*scale*/, T* scores) override {
     if (g.n_heads != H_)
       throw std::invalid_argument("alibi: geometry does not match the shape it was built for");
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const int B = g.batch, L = g.q_len, K = g.k_len, Hc = g.heads();
 #pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-      const T m = slopes_[bh % H];
+    for (int bh = 0; bh < B * Hc; ++bh) {  // block bh of scores [B, Hc, L, K]
+      const T m = slopes_[g.head_begin + bh % Hc];  // of head h = h0 + bh % Hc
       for (int i = 0; i < L; ++i) {
         const int lo = g.first_visible(i), hi = g.last_visible(i);
         T* s = scores + (long(bh) * L + i) * K;

@@ -134,54 +134,59 @@ class Deberta : public Encoding<T> {
     check(layer, g);
     if (naive_) return naive_forward(layer, g, q, k, scale, scores);
     compute_labels(g);
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = d_, dh = dh_;
+    // This call's heads h0 .. h0 + Hc - 1 (all H but in evaluation by chunks of heads): scores
+    // [B, Hc, L, K], G1 [B L, Hc, n1] and G2 [B Hc n2, K] hold head h at position c = h - h0.
+    const int B = g.batch, L = g.q_len, K = g.k_len, d = d_, dh = dh_;
+    const int h0 = g.head_begin, Hc = g.heads();
     const int n1 = lab_c2p_.count(), n2 = lab_p2c_.count();
     const auto q_all = matrix(q, B * L, d);  // [B L, H d_h]
     const auto k_all = matrix(k, B * K, d);  // [B K, H d_h]
     if (n1 > 0) {
-      // Kr = P[a1 ..] W_kr   [n1, d];   G1[:, h, :] = scale * q_h Kr_h^T   [B L, n1] per head
+      // Kr = P[a1 ..] W_kr   [n1, d];   G1[:, c, :] = scale * q_h Kr_h^T   [B L, n1] per head
       ensure_shape(Kr_[layer], {std::size_t(n1), std::size_t(d)});
       parallel_multiply(matrix(Kr_[layer]), P_rows(lab_c2p_.lo, n1), weight(W_kr_[layer]));
-      ensure_shape(G1_, {std::size_t(B) * L * H, std::size_t(n1)});
+      ensure_shape(G1_, {std::size_t(B) * L * Hc, std::size_t(n1)});
       const auto Kr = matrix(std::as_const(Kr_[layer]));
 #pragma omp parallel for schedule(static)
-      for (int h = 0; h < H; ++h)  // [B L, n1] = [B L, d_h] [d_h, n1]
-        multiply(G1_head(h, B * L, n1), q_all.column_block(h * dh, dh),
+      for (int c = 0; c < Hc; ++c) {  // [B L, n1] = [B L, d_h] [d_h, n1]
+        const int h = h0 + c;
+        multiply(G1_head(c, Hc, B * L, n1), q_all.column_block(h * dh, dh),
                  Kr.column_block(h * dh, dh).t(), scale);
+      }
     }
     if (n2 > 0) {
-      // Qr = P[a2 ..] W_qr   [n2, d];   G2[b, h] = scale * Qr_h k_bh^T   [n2, K] per (b, h)
+      // Qr = P[a2 ..] W_qr   [n2, d];   G2[b, c] = scale * Qr_h k_bh^T   [n2, K] per (b, h)
       ensure_shape(Qr_[layer], {std::size_t(n2), std::size_t(d)});
       parallel_multiply(matrix(Qr_[layer]), P_rows(lab_p2c_.lo, n2), weight(W_qr_[layer]));
-      ensure_shape(G2_, {std::size_t(B) * H * n2, std::size_t(K)});
+      ensure_shape(G2_, {std::size_t(B) * Hc * n2, std::size_t(K)});
       const auto Qr = matrix(std::as_const(Qr_[layer]));
 #pragma omp parallel for schedule(static)
-      for (int bh = 0; bh < B * H; ++bh) {
-        const int b = bh / H, h = bh % H;
+      for (int bc = 0; bc < B * Hc; ++bc) {
+        const int b = bc / Hc, h = h0 + bc % Hc;
         // [n2, K] = [n2, d_h] [d_h, K]
-        multiply(matrix(G2_).row_block(bh * n2, n2), Qr.column_block(h * dh, dh),
+        multiply(matrix(G2_).row_block(bc * n2, n2), Qr.column_block(h * dh, dh),
                  k_all.block(b * K, h * dh, K, dh).t(), scale);
       }
     }
-    // scores[b, h, i, j] += G1[(b L + i) H + h, c2p_ij] + G2[b H + h, p2c_ij, j]. Keys k or more
-    // back (the prefix [lo, far) of the visible row) all have the end labels: c2p adds one
+    // scores[b, c, i, j] += G1[(b L + i) Hc + c, c2p_ij] + G2[b Hc + c, p2c_ij, j]. Keys k or
+    // more back (the prefix [lo, far) of the visible row) all have the end labels: c2p adds one
     // constant, p2c one contiguous row of G2; only the band of near keys needs a gather.
 #pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-      const int b = bh / H, h = bh % H;
+    for (int bc = 0; bc < B * Hc; ++bc) {
+      const int b = bc / Hc, c = bc % Hc;
       for (int i = 0; i < L; ++i) {
-        T* s = scores + (long(bh) * L + i) * K;
+        T* s = scores + (long(bc) * L + i) * K;
         const int lo = row_lo_[i], far = row_far_[i], hi = row_hi_[i];
         if (n1 > 0) {
           const int* l1 = lab_c2p_.label.data() + long(i) * K;
-          const T* G1i = G1_.data() + (long(b) * L + i) * H * n1 + long(h) * n1;
+          const T* G1i = G1_.data() + (long(b) * L + i) * Hc * n1 + long(c) * n1;
           const T end = far > lo ? G1i[l1[lo]] : T(0);
           for (int j = lo; j < far; ++j) s[j] += end;
           for (int j = far; j <= hi; ++j) s[j] += G1i[l1[j]];
         }
         if (n2 > 0) {
           const int* l2 = lab_p2c_.label.data() + long(i) * K;
-          const T* G2bh = G2_.data() + long(bh) * n2 * K;
+          const T* G2bh = G2_.data() + long(bc) * n2 * K;
           const T* end = far > lo ? G2bh + long(l2[lo]) * K : nullptr;
           for (int j = lo; j < far; ++j) s[j] += end[j];
           for (int j = far; j <= hi; ++j) s[j] += G2bh[long(l2[j]) * K + j];
@@ -193,6 +198,7 @@ class Deberta : public Encoding<T> {
   void scores_backward(int layer, const AttentionGeometry& g, const T* q, const T* k, T scale,
                        const T* dscores, T* dq, T* dk) override {
     check(layer, g);
+    require_all_heads(g, "deberta");  // dscores [B, H, L, K]
     if (naive_) return naive_backward(layer, g, q, k, scale, dscores, dq, dk);
     compute_labels(g);
     const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = d_, dh = dh_;
@@ -255,7 +261,7 @@ class Deberta : public Encoding<T> {
       // Per head: dq_h += scale dG1_h Kr_h  [B L, d_h];  dKr_h = scale dG1_h^T q_h  [n1, d_h]
 #pragma omp parallel for schedule(static)
       for (int h = 0; h < H; ++h) {
-        const auto dG1_h = G1_head(h, B * L, n1);  // [B L, n1], row stride H n1
+        const auto dG1_h = G1_head(h, H, B * L, n1);  // [B L, n1], row stride H n1
         multiply(dq_all.column_block(h * dh, dh), dG1_h, Kr.column_block(h * dh, dh), scale,
                  T(1));
         multiply(matrix(dKr_).column_block(h * dh, dh), dG1_h.t(), q_all.column_block(h * dh, dh),
@@ -300,9 +306,10 @@ class Deberta : public Encoding<T> {
   }
   // A projection W_qr or W_kr, [d, d].
   ConstMatrixView<T> weight(Param W) const { return matrix(arena_.value(W), d_, d_); }
-  // Head h of G1 [B L, H, n1], seen as [B L, H n1]: columns [h n1, (h+1) n1), row stride H n1.
-  MatrixView<T> G1_head(int h, int BL, int n1) {
-    return matrix(G1_.data(), BL, H_ * n1).column_block(h * n1, n1);
+  // Head number c of G1 [B L, Hc, n1] (head h0 + c of a call), seen as [B L, Hc n1]: columns
+  // [c n1, (c+1) n1), row stride Hc n1.
+  MatrixView<T> G1_head(int c, int Hc, int BL, int n1) {
+    return matrix(G1_.data(), BL, Hc * n1).column_block(c * n1, n1);
   }
 
   void check(int layer, const AttentionGeometry& g) const {
@@ -381,13 +388,14 @@ class Deberta : public Encoding<T> {
     return R;
   }
 
+  // scores [B, Hc, L, K]: block (b, h - h0) for the call's heads h = h0 .. h0 + Hc - 1.
   void naive_forward(int layer, const AttentionGeometry& g, const T* q, const T* k, T scale,
                      T* scores) const {
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = d_, dh = dh_;
+    const int B = g.batch, L = g.q_len, K = g.k_len, Hc = g.heads(), d = d_, dh = dh_;
     const std::vector<T> Kr = c2p_enabled_ ? naive_project(W_kr_[layer]) : std::vector<T>();
     const std::vector<T> Qr = p2c_enabled_ ? naive_project(W_qr_[layer]) : std::vector<T>();
     for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
+      for (int h = g.head_begin; h < g.head_end(); ++h)
         for (int i = 0; i < L; ++i)
           for (int j = 0; j < K; ++j) {
             if (!g.visible(i, j)) continue;
@@ -403,7 +411,7 @@ class Deberta : public Encoding<T> {
               const T* qr = Qr.data() + long(deberta_delta(p2c_sign_ * x, k_)) * d + h * dh;
               for (int c = 0; c < dh; ++c) a += kj[c] * qr[c];
             }
-            scores[((long(b) * H + h) * L + i) * K + j] += scale * a;
+            scores[((long(b) * Hc + h - g.head_begin) * L + i) * K + j] += scale * a;
           }
   }
 
@@ -465,9 +473,9 @@ class Deberta : public Encoding<T> {
   // Work buffers. Kr_, Qr_ hold each layer's projected rows from forward to backward.
   Labels lab_c2p_, lab_p2c_;                    // [L, K] each
   std::vector<int> row_lo_, row_hi_, row_far_;  // [L]: visible keys, end of the far prefix
-  GeometryKey labels_key_;                  // the mask and positions of the labels and rows above
+  GeometryKey labels_key_;  // the mask and positions of the labels and rows above
   std::vector<xt::xtensor<T, 2>> Kr_, Qr_;  // per layer: [n1, d], [n2, d]
-  xt::xtensor<T, 2> G1_, G2_, dKr_, dQr_;   // [B L H, n1], [B H n2, K], [n1, d], [n2, d]
+  xt::xtensor<T, 2> G1_, G2_, dKr_, dQr_;   // [B L Hc, n1], [B Hc n2, K], [n1, d], [n2, d]
 };
 
 }  // namespace

@@ -24,6 +24,9 @@
 // each (h, i) row is gathered (or summed over b) once and shared by the batch rows with
 // contiguous, vectorised loops.
 //
+// The table holds every head; a call that covers heads h0 .. h0 + Hc - 1 only (evaluation in
+// chunks of heads, encoding.hpp) gathers their rows into its scores [B, Hc, L, K].
+//
 // An entry need not be a plain distance: FIRE gives each query beyond its threshold its own
 // entries (the bias also depends on q_pos[i] there), so it fills the index itself (clear_index)
 // and uses the same gather and scatter. The encoding owns the equation; this owns only the
@@ -94,23 +97,24 @@ class DistanceBias {
     return tab_;
   }
 
-  // scores[b, h, i, j] += tab[h, index_ij] on visible cells; scores [B, H, L, K]. Each (h, i) row
-  // is gathered once into a per-thread buffer, then added to the B batch rows.
+  // scores[b, h - h0, i, j] += tab[h, index_ij] on visible cells, for the call's heads
+  // h = h0 .. h0 + Hc - 1; scores [B, Hc, L, K], tab [H, N] (all heads). Each (h, i) row is
+  // gathered once into a per-thread buffer, then added to the B batch rows.
   void gather(const AttentionGeometry& g, T* scores) {
-    const int B = g.batch, H = g.n_heads, L = g.q_len, K = g.k_len, N = int(tab_.shape(1));
+    const int B = g.batch, Hc = g.heads(), L = g.q_len, K = g.k_len, N = int(tab_.shape(1));
     const int* index = index_.data();
     const T* tab = tab_.data();
     rows_.resize(std::size_t(omp_get_max_threads()) * K);
 #pragma omp parallel for schedule(static)
-    for (int hi = 0; hi < H * L; ++hi) {
-      const int h = hi / L, i = hi % L;
+    for (int ci = 0; ci < Hc * L; ++ci) {
+      const int c = ci / L, i = ci % L;  // head h = h0 + c of the call, query i
       const int lo = g.first_visible(i), top = g.last_visible(i);
       T* row = rows_.data() + std::size_t(omp_get_thread_num()) * K;
       const int* idx = index + long(i) * K;
-      const T* t = tab + long(h) * N;
+      const T* t = tab + long(g.head_begin + c) * N;
       for (int j = lo; j <= top; ++j) row[j] = t[idx[j]];
       for (int b = 0; b < B; ++b) {
-        T* s = scores + ((long(b) * H + h) * L + i) * K;
+        T* s = scores + ((long(b) * Hc + c) * L + i) * K;
         for (int j = lo; j <= top; ++j) s[j] += row[j];
       }
     }
@@ -119,7 +123,9 @@ class DistanceBias {
   // Backward of gather: returns the table [H, N] set to dtab[h, n] = sum of dS[b, h, i, j] over
   // the visible cells with index_ij = n and every b. The B batch rows of each (h, i) are summed
   // first (vectorised), then scattered once. One head per thread.
+  // Backward hooks get all heads (require_all_heads).
   const xt::xtensor<T, 2>& scatter(const AttentionGeometry& g, const T* dscores, int N) {
+    require_all_heads(g, "distance bias scatter");
     const int B = g.batch, H = g.n_heads, L = g.q_len, K = g.k_len;
     ensure_zeros(tab_, {std::size_t(H), std::size_t(N)});
     const int* index = index_.data();

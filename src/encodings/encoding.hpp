@@ -15,9 +15,15 @@
 //   x      [B, L, d]           token embeddings of the current segment
 //   q      [B, L, H * d_h]     head h = columns [h*d_h, (h+1)*d_h)
 //   k, v   [B, K, H * d_h]     K = M + L keys: M memory rows, then the segment
-//   scores [B, H, L, K]        logits before the mask; masked cells may hold anything
-//   probs  [B, H, L, K]        softmax output, exactly 0 on masked cells
+//   scores [B, Hc, L, K]       logits before the mask; masked cells may hold anything
+//   probs  [B, Hc, L, K]       softmax output, exactly 0 on masked cells
 //   ctx    [B, L, H * d_h]     attention output before the output projection
+// A call covers the heads h0 .. h0 + Hc - 1 (AttentionGeometry::head_begin, heads()): all H
+// heads (h0 = 0, Hc = H) in training and whenever an evaluation's scores fit its budget; a
+// range of them when evaluation makes the scores a chunk of heads at a time
+// (nn/inference_scratch.hpp). q, k, v and ctx always hold all heads (head h = its columns, as
+// above); the scores and probs of absolute head h are block h - h0 of the [B, Hc, L, K] buffer,
+// and the encoding's per-head parameters are those of h. Backward hooks always get all heads.
 // Gradients (dq, dk, dprobs, ...) have the shape of what they differentiate and are *accumulated*
 // (+=), as in llm.c.
 #pragma once
@@ -26,6 +32,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -56,8 +63,18 @@ struct AttentionGeometry {
   // Relative schemes use only q_pos[i] - k_pos[j]; absolute ones read q_pos.
   const std::int64_t* q_pos = nullptr;
   const std::int64_t* k_pos = nullptr;
+  // The heads of this call (after the positions, so that {B, L, M, K, H, d_h, window, q_pos,
+  // k_pos} keeps meaning all heads), h0 .. h0 + Hc - 1: scores and probs are [B, Hc, L, K], block
+  // h - h0 for head h. Default (head_count = 0): all H heads, h0 = 0.
+  int head_begin = 0;  // h0
+  int head_count = 0;  // Hc, 0 = all n_heads
 
   int d_model() const { return n_heads * d_head; }
+
+  // Hc, the number of heads of this call, and one past its last head, h0 + Hc.
+  int heads() const { return head_count > 0 ? head_count : n_heads; }
+  int head_end() const { return head_begin + heads(); }
+  bool all_heads() const { return head_begin == 0 && heads() == n_heads; }
 
   // The attention mask (Transformer-XL, with memory): key j is visible to query i iff
   // j <= i + M, and, with same_length, only the last `window` of those.
@@ -68,6 +85,16 @@ struct AttentionGeometry {
     return window > 0 ? std::max(0, last_visible(i) - window + 1) : 0;
   }
 };
+
+// Backward hooks run after a training forward, which always covers all heads: a call with a
+// range of heads there is a caller's mistake, refused rather than half done.
+inline void require_all_heads(const AttentionGeometry& g, const char* who) {
+  if (!g.all_heads())
+    throw std::logic_error(std::string(who) + ": backward hooks take all heads at once (got " +
+                           "heads " + std::to_string(g.head_begin) + " .. " +
+                           std::to_string(g.head_end() - 1) + " of " + std::to_string(g.n_heads) +
+                           ")");
+}
 
 template <class T>
 class Encoding {
@@ -93,8 +120,9 @@ class Encoding {
   virtual void qk_forward(int /*layer*/, const AttentionGeometry&, T* /*q*/, T* /*k*/) {}
   virtual void qk_backward(int /*layer*/, const AttentionGeometry&, T* /*dq*/, T* /*dk*/) {}
 
-  // (c) scores[B, H, L, K] += terms. `scale` is the content scale; the encoding decides whether
-  // its terms are scaled too (Shaw, Transformer-XL: yes; T5, ALiBi: no).
+  // (c) scores[B, Hc, L, K] += terms of heads h0 .. h0 + Hc - 1. `scale` is the content
+  // scale; the encoding decides whether its terms are scaled too (Shaw, Transformer-XL: yes;
+  // T5, ALiBi: no).
   virtual bool has_score_terms() const { return false; }
   virtual void scores_forward(int /*layer*/, const AttentionGeometry&, const T* /*q*/,
                               const T* /*k*/, T /*scale*/, T* /*scores*/) {}
@@ -103,7 +131,8 @@ class Encoding {
                                const T* /*k*/, T /*scale*/, const T* /*dscores*/, T* /*dq*/,
                                T* /*dk*/) {}
 
-  // (d) ctx[B, L, H*d_h] += sum_j probs_ij a_ij
+  // (d) ctx[B, L, H*d_h] += sum_j probs_ij a_ij, for the columns of heads h0 .. h0 + Hc - 1
+  // (probs [B, Hc, L, K])
   virtual bool has_value_terms() const { return false; }
   virtual void values_forward(int /*layer*/, const AttentionGeometry&, const T* /*probs*/,
                               T* /*ctx*/) {}

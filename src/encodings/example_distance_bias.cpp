@@ -51,15 +51,16 @@ class ExampleDistanceBias : public Encoding<T> {
   // Tell the attention layer which hook this encoding uses: (c), the score terms.
   bool has_score_terms() const override { return true; }
 
-  // scores[b, h, i, j] += bias[min(q_pos[i] - k_pos[j], k), h]      (visible cells; no scale)
+  // scores[b, h - h0, i, j] += bias[min(q_pos[i] - k_pos[j], k), h]   (visible cells; no scale)
+  // for the heads h = h0 .. h0 + Hc - 1 of this call: scores is [B, Hc, L, K].
   void scores_forward(int /*layer: one table for all*/, const AttentionGeometry& g,
                       const T* /*q*/, const T* /*k*/, T /*scale*/, T* scores) override {
     compute_labels(g);
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, Hc = g.heads();
     const T* bias = arena_.value(bias_);
 #pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-      const int h = bh % H;
+    for (int bh = 0; bh < B * Hc; ++bh) {
+      const int h = g.head_begin + bh % Hc;
       for (int i = 0; i < L; ++i) {
         const int* lab = labels_.data() + long(i) * K;
         T* s = scores + (long(bh) * L + i) * K;  // row i of head h: [K]
@@ -72,6 +73,7 @@ class ExampleDistanceBias : public Encoding<T> {
   // dbias[label_ij, h] += dS[b, h, i, j] for every b and visible (i, j). dq, dk: nothing.
   void scores_backward(int /*layer*/, const AttentionGeometry& g, const T* /*q*/, const T* /*k*/,
                        T /*scale*/, const T* dscores, T* /*dq*/, T* /*dk*/) override {
+    require_all_heads(g, "example_distance_bias");  // a training step: all heads at once
     compute_labels(g);
     const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
     T* dbias = arena_.grad(bias_);  // accumulated (+=): every layer adds to the same table

@@ -314,13 +314,14 @@ class Fire : public Encoding<T> {
   // ------------------------------------------------------------------------------------------
   // Naive reference: the MLP evaluated for every visible (b, h, i, j). O(B H L K hidden).
   // ------------------------------------------------------------------------------------------
+  // scores [B, Hc, L, K]: block (b, h - h0) for the call's heads h = h0 .. h0 + Hc - 1.
   void naive_forward(const Set& p, const Scalars& sc, const AttentionGeometry& g, T* scores) {
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, Hc = g.heads();
     const T* w1 = arena_.value(p.w1);
     const T* b1 = arena_.value(p.b1);
     const T* W2 = arena_.value(p.W2);
     for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
+      for (int h = g.head_begin; h < g.head_end(); ++h)
         for (int i = 0; i < L; ++i)
           for (int j = 0; j < K; ++j) {
             if (!g.visible(i, j)) continue;
@@ -329,12 +330,13 @@ class Fire : public Encoding<T> {
             T f = 0;
             for (int m = 0; m < hidden_; ++m)
               f += W2[long(m) * H + h] * std::max(T(0), u * w1[m] + b1[m]);
-            scores[((long(b) * H + h) * L + i) * K + j] += f;
+            scores[((long(b) * Hc + h - g.head_begin) * L + i) * K + j] += f;
           }
   }
 
   void naive_backward(const Set& p, const Scalars& sc, const AttentionGeometry& g,
                       const T* dscores) {
+    require_all_heads(g, "fire");
     const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
     const T* w1 = arena_.value(p.w1);
     const T* b1 = arena_.value(p.b1);

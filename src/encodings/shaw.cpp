@@ -53,6 +53,11 @@
 // of those gemms is a single BLAS call for the whole layer; a per-head table sees head h as the
 // column slice [B*L, d_h] with leading dimension H*d_h, one call per head. The small matrices G,
 // Pb are laid out [B*L*H, k+1] (row = (b*L + i)*H + h) so that both views work on them.
+//
+// A call for heads h0 .. h0 + Hc - 1 only (evaluation in chunks of heads, encoding.hpp): G and Pb
+// are [B*L*Hc, k+1] (row (b*L + i)*Hc + h - h0), and the products run one per head of the range
+// (those heads' columns of q are not [B*L*Hc, d_h] rows), each with head h's table (per_head) or
+// the shared one.
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -121,21 +126,22 @@ class Shaw : public Encoding<T> {
     check(layer, g);
     if (naive_) return naive_scores_forward(layer, g, q, scale, scores);
     const int used = compute_labels(g);  // table rows actually reached: min(k, max dist) + 1
-    const int B = g.batch, L = g.q_len, H = H_;
-    ensure_shape(G_, {std::size_t(B) * L * H, std::size_t(used)});
+    const int B = g.batch, L = g.q_len, Hc = g.heads();
+    ensure_shape(G_, {std::size_t(B) * L * Hc, std::size_t(used)});
 
-    // G = scale * q w^K^T      [B*L*H, used] = [B*L*H, d_h] . [d_h, used]   (or per head)
-    for (int t = 0; t < groups(); ++t)
-      multiply(g_group(G_.data(), B * L, used, t), x_group(q, B * L, t),
+    // G = scale * q w^K^T      [B*L*Hc, used] = [B*L*Hc, d_h] . [d_h, used]   (or per head)
+    for (int t = group_begin(g); t < group_end(g); ++t)
+      multiply(g_group(g, G_.data(), used, t), x_group(g, q, t),
                table_rows(w_K_[layer], t, used).t(), scale);
 
-    // scores[b, h, i, j] += G[(b L + i) H + h, label_ij]      (visible cells only)
+    // scores[b, h - h0, i, j] += G[(b L + i) Hc + h - h0, label_ij]      (visible cells only)
     gather_by_label(g, G_.data(), used, scores);
   }
 
   void scores_backward(int layer, const AttentionGeometry& g, const T* q, const T* /*k*/,
                        T scale, const T* dscores, T* dq, T* /*dk: a^K does not touch k*/) override {
     check(layer, g);
+    require_all_heads(g, "shaw");
     if (naive_) return naive_scores_backward(layer, g, q, scale, dscores, dq);
     const int used = compute_labels(g);
     const int B = g.batch, L = g.q_len, H = H_;
@@ -147,10 +153,10 @@ class Shaw : public Encoding<T> {
     //                        dw^K += scale * dG^T q    [used, d_h]  = [used, B*L*H] . [B*L*H, d_h]
     // The groups run one after another: a shared table's gradient is one call, and a per-head
     // table's calls write disjoint blocks, so nothing races.
-    for (int t = 0; t < groups(); ++t) {
-      const auto dG = g_group(std::as_const(G_).data(), B * L, used, t);
-      multiply(x_group(dq, B * L, t), dG, table_rows(w_K_[layer], t, used), scale, T(1));
-      multiply(table_grad_rows(w_K_[layer], t, used), dG.t(), x_group(q, B * L, t), scale, T(1));
+    for (int t = group_begin(g); t < group_end(g); ++t) {
+      const auto dG = g_group(g, std::as_const(G_).data(), used, t);
+      multiply(x_group(g, dq, t), dG, table_rows(w_K_[layer], t, used), scale, T(1));
+      multiply(table_grad_rows(w_K_[layer], t, used), dG.t(), x_group(g, q, t), scale, T(1));
     }
   }
 
@@ -159,63 +165,76 @@ class Shaw : public Encoding<T> {
     check(layer, g);
     if (naive_) return naive_values_forward(layer, g, probs, ctx);
     const int used = compute_labels(g);
-    const int B = g.batch, L = g.q_len;
-    bucket_probs(g, probs, used);  // Pb [B*L*H, used]
-    // ctx += Pb w^V      [B*L*H, d_h] = [B*L*H, used] . [used, d_h]   (or per head)
-    for (int t = 0; t < groups(); ++t)
-      multiply(x_group(ctx, B * L, t), g_group(std::as_const(Pb_).data(), B * L, used, t),
+    bucket_probs(g, probs, used);  // Pb [B*L*Hc, used]
+    // ctx += Pb w^V      [B*L*Hc, d_h] = [B*L*Hc, used] . [used, d_h]   (or per head)
+    for (int t = group_begin(g); t < group_end(g); ++t)
+      multiply(x_group(g, ctx, t), g_group(g, std::as_const(Pb_).data(), used, t),
                table_rows(w_V_[layer], t, used), T(1), T(1));
   }
 
   void values_backward(int layer, const AttentionGeometry& g, const T* probs, const T* dctx,
                        T* dprobs) override {
     check(layer, g);
+    require_all_heads(g, "shaw");
     if (naive_) return naive_values_backward(layer, g, probs, dctx, dprobs);
     const int used = compute_labels(g);
     const int B = g.batch, L = g.q_len, H = H_;
     bucket_probs(g, probs, used);  // recomputed: cheaper than caching one per layer
     ensure_shape(dPb_, {std::size_t(B) * L * H, std::size_t(used)});
-    for (int t = 0; t < groups(); ++t) {
-      const auto dctx_t = x_group(dctx, B * L, t);
+    for (int t = group_begin(g); t < group_end(g); ++t) {
+      const auto dctx_t = x_group(g, dctx, t);
       // dPb = dctx w^V^T     [B*L*H, used] = [B*L*H, d_h] . [d_h, used]
-      multiply(g_group(dPb_.data(), B * L, used, t), dctx_t, table_rows(w_V_[layer], t, used).t());
+      multiply(g_group(g, dPb_.data(), used, t), dctx_t, table_rows(w_V_[layer], t, used).t());
       // dw^V += Pb^T dctx    [used, d_h] = [used, B*L*H] . [B*L*H, d_h]
       multiply(table_grad_rows(w_V_[layer], t, used),
-               g_group(std::as_const(Pb_).data(), B * L, used, t).t(), dctx_t, T(1), T(1));
+               g_group(g, std::as_const(Pb_).data(), used, t).t(), dctx_t, T(1), T(1));
     }
     // dP[b, h, i, j] += dPb[(b L + i) H + h, label_ij]     (gather, visible cells only)
     gather_by_label(g, dPb_.data(), used, dprobs);
   }
 
  private:
-  // How the products see the tensors. Shared table: one group, q/ctx as [B*L*H, d_h] (row
-  // stride d_h), G/Pb as [B*L*H, used]. Per-head table: H groups, head t is the column block
-  // q[:, t*d_h : (t+1)*d_h] of [B*L, H*d_h] and G[:, t, :] of [B*L, H*used].
-  int groups() const { return per_head_ ? H_ : 1; }
+  // How the products of a call for heads h0 .. h0 + Hc - 1 see the tensors. A table shared by
+  // the heads, all heads: one group (t = 0), q/ctx as [B*L*H, d_h] (row stride d_h), G/Pb as
+  // [B*L*H, used]. Per-head table, or a range of heads: one group per head t = h0 .. h0+Hc-1,
+  // the column block q[:, t*d_h : (t+1)*d_h] of [B*L, H*d_h] and G[:, t - h0, :] of
+  // [B*L, Hc*used].
+  bool by_head(const AttentionGeometry& g) const { return per_head_ || !g.all_heads(); }
+  int group_begin(const AttentionGeometry& g) const { return by_head(g) ? g.head_begin : 0; }
+  int group_end(const AttentionGeometry& g) const { return by_head(g) ? g.head_end() : 1; }
   // Group t of x = q, ctx or their gradients [B L, H d_h]:  [B L H, d_h], or [B L, d_h] with
   // row stride H d_h.
   template <class X>
-  MatrixView<X> x_group(X* x, int BL, int t) const {
-    if (per_head_) return matrix(x, BL, H_ * dh_).column_block(t * dh_, dh_);
+  MatrixView<X> x_group(const AttentionGeometry& g, X* x, int t) const {
+    const int BL = g.batch * g.q_len;
+    if (by_head(g)) return matrix(x, BL, H_ * dh_).column_block(t * dh_, dh_);
     return matrix(x, BL * H_, dh_);
   }
-  // Group t of G, Pb or dPb [B L H, used]:  all of it, or [B L, used] with row stride H used.
+  // Group t of G, Pb or dPb [B L Hc, used]:  all of it, or [B L, used] with row stride Hc used.
   template <class X>
-  MatrixView<X> g_group(X* x, int BL, int used, int t) const {
-    if (per_head_) return matrix(x, BL, H_ * used).column_block(t * used, used);
+  MatrixView<X> g_group(const AttentionGeometry& g, X* x, int used, int t) const {
+    const int BL = g.batch * g.q_len, Hc = g.heads();
+    if (by_head(g)) return matrix(x, BL, Hc * used).column_block((t - g.head_begin) * used, used);
     return matrix(x, BL * H_, used);
   }
 
-  // The table of group t (= head t with per_head, the only table otherwise): [k+1, d_h].
-  const T* table(Param p, int t) const { return arena_.value(p) + long(t) * (k_ + 1) * dh_; }
-  T* table_grad(Param p, int t) { return arena_.grad(p) + long(t) * (k_ + 1) * dh_; }
-  // Its first `used` rows (the labels that occur), [used, d_h], and their gradient.
+  // The table of head h (per_head: [H, k+1, d_h]; otherwise the only one): [k+1, d_h].
+  int table_of(int h) const { return per_head_ ? h : 0; }
+  const T* table(Param p, int h) const {
+    return arena_.value(p) + long(table_of(h)) * (k_ + 1) * dh_;
+  }
+  T* table_grad(Param p, int h) { return arena_.grad(p) + long(table_of(h)) * (k_ + 1) * dh_; }
+  // The first `used` rows of group t's table (the labels that occur), [used, d_h], and their
+  // gradient. (A group is one head, or all heads of a shared table with t = 0.)
   ConstMatrixView<T> table_rows(Param p, int t, int used) const {
-    return matrix(arena_.value(p), groups() * (k_ + 1), dh_).row_block(t * (k_ + 1), used);
+    return matrix(arena_.value(p), tables() * (k_ + 1), dh_).row_block(table_of(t) * (k_ + 1),
+                                                                         used);
   }
   MatrixView<T> table_grad_rows(Param p, int t, int used) {
-    return matrix(arena_.grad(p), groups() * (k_ + 1), dh_).row_block(t * (k_ + 1), used);
+    return matrix(arena_.grad(p), tables() * (k_ + 1), dh_).row_block(table_of(t) * (k_ + 1),
+                                                                        used);
   }
+  int tables() const { return per_head_ ? H_ : 1; }
 
   void check(int layer, const AttentionGeometry& g) const {
     if (g.n_heads != H_ || g.d_head != dh_)
@@ -266,17 +285,17 @@ class Shaw : public Encoding<T> {
     if (k_ < used) row[k_] += far;
   }
 
-  // x[b, h, i, j] += M[(b L + i) H + h, label_ij] on visible cells; x [B, H, L, K], M
-  // [B*L*H, used] (G into the scores, dPb into dprobs).
+  // x[b, c, i, j] += M[(b L + i) Hc + c, label_ij] on visible cells, c = h - h0 for the call's
+  // heads; x [B, Hc, L, K], M [B*L*Hc, used] (G into the scores, dPb into dprobs).
   void gather_by_label(const AttentionGeometry& g, const T* M, int used, T* x) const {
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const int B = g.batch, L = g.q_len, K = g.k_len, Hc = g.heads();
 #pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-      const int b = bh / H, h = bh % H;
+    for (int bc = 0; bc < B * Hc; ++bc) {
+      const int b = bc / Hc, c = bc % Hc;
       for (int i = 0; i < L; ++i) {
-        const T* Mi = M + (long(b * L + i) * H + h) * used;
+        const T* Mi = M + (long(b * L + i) * Hc + c) * used;
         const int* lab = labels_.data() + long(i) * K;
-        T* xi = x + (long(bh) * L + i) * K;
+        T* xi = x + (long(bc) * L + i) * K;
         const int lo = g.first_visible(i), hi = g.last_visible(i);  // the labelled keys
         const T clipped = Mi[std::min(k_, used - 1)];  // label k (when the prefix is not empty)
         for (int j = lo; j < clip_end_[i]; ++j) xi[j] += clipped;  // the clipped prefix
@@ -285,29 +304,29 @@ class Shaw : public Encoding<T> {
     }
   }
 
-  // The transpose: M[(b L + i) H + h, label_ij] += x[b, h, i, j] on visible cells (dS into dG,
-  // the attention weights into Pb). Each (b, h) writes its own rows of M: no races.
+  // The transpose: M[(b L + i) Hc + c, label_ij] += x[b, c, i, j] on visible cells (dS into dG,
+  // the attention weights into Pb). Each (b, c) writes its own rows of M: no races.
   void scatter_by_label(const AttentionGeometry& g, const T* x, int used, T* M) const {
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_;
+    const int B = g.batch, L = g.q_len, K = g.k_len, Hc = g.heads();
     // The clipped prefixes are summed kRows rows at a time (core/ordered_sums.hpp): in order,
     // as the plain loop, with kRows chains of adds side by side.
     constexpr int kRows = 8;
 #pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-      const int b = bh / H, h = bh % H;
+    for (int bc = 0; bc < B * Hc; ++bc) {
+      const int b = bc / Hc, c = bc % Hc;
       for (int i0 = 0; i0 < L; i0 += kRows) {
         const T* rows[kRows];
         int begin[kRows], end[kRows];
         T far[kRows];
         for (int r = 0; r < kRows; ++r) {
           const int i = i0 + r;
-          rows[r] = x + (long(bh) * L + std::min(i, L - 1)) * K;
+          rows[r] = x + (long(bc) * L + std::min(i, L - 1)) * K;
           begin[r] = i < L ? g.first_visible(i) : 0;
           end[r] = i < L ? clip_end_[i] : 0;  // rows past L: empty
         }
         ordered_row_sums(rows, begin, end, far);
         for (int i = i0; i < std::min(L, i0 + kRows); ++i) {
-          T* Mi = M + (long(b * L + i) * H + h) * used;
+          T* Mi = M + (long(b * L + i) * Hc + c) * used;
           scatter_row(labels_.data() + long(i) * K, rows[i - i0], clip_end_[i], g.last_visible(i),
                       used, Mi, far[i - i0]);
         }
@@ -315,9 +334,9 @@ class Shaw : public Encoding<T> {
     }
   }
 
-  // Pb[(b L + i) H + h, l] = sum_{j : label_ij = l} P[b, h, i, j]      [B*L*H, used]
+  // Pb[(b L + i) Hc + c, l] = sum_{j : label_ij = l} P[b, c, i, j]      [B*L*Hc, used]
   void bucket_probs(const AttentionGeometry& g, const T* probs, int used) {
-    ensure_zeros(Pb_, {std::size_t(g.batch) * g.q_len * H_, std::size_t(used)});
+    ensure_zeros(Pb_, {std::size_t(g.batch) * g.q_len * g.heads(), std::size_t(used)});
     scatter_by_label(g, probs, used, Pb_.data());
   }
 
@@ -326,18 +345,19 @@ class Shaw : public Encoding<T> {
   // every visible (i, j). O(B H L K d_h); only for tests and for reading.
   // ------------------------------------------------------------------------------------------
 
-  // Calls f(h, cell, x, row) for every visible (b, h, i, j), in order: cell = the index of
-  // (b, h, i, j) in [B, H, L, K], x = the offset of head h of row (b, i) in q / ctx [B, L, H*d_h],
-  // row = the offset of a_ij's row, label_ij * d_h, in head h's table.
+  // Calls f(h, cell, x, row) for every visible (b, h, i, j) of the call's heads h0 .. h0+Hc-1,
+  // in order: cell = the index of (b, h - h0, i, j) in [B, Hc, L, K], x = the offset of head h
+  // of row (b, i) in q / ctx [B, L, H*d_h], row = the offset of a_ij's row, label_ij * d_h, in
+  // head h's table.
   template <class F>
   void for_each_visible_pair(const AttentionGeometry& g, F&& f) const {
-    const int B = g.batch, L = g.q_len, K = g.k_len, H = H_, d = H * dh_;
+    const int B = g.batch, L = g.q_len, K = g.k_len, Hc = g.heads(), d = H_ * dh_;
     for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
+      for (int h = g.head_begin; h < g.head_end(); ++h)
         for (int i = 0; i < L; ++i)
           for (int j = 0; j < K; ++j) {
             if (!g.visible(i, j)) continue;
-            f(h, ((long(b) * H + h) * L + i) * K + j, long(b * L + i) * d + h * dh_,
+            f(h, ((long(b) * Hc + h - g.head_begin) * L + i) * K + j, long(b * L + i) * d + h * dh_,
               long(relative_label(g.q_pos[i] - g.k_pos[j], k_)) * dh_);
           }
   }
@@ -346,7 +366,7 @@ class Shaw : public Encoding<T> {
   void naive_scores_forward(int layer, const AttentionGeometry& g, const T* q, T scale,
                             T* scores) const {
     for_each_visible_pair(g, [&](int h, long cell, long x, long row) {
-      const T* aK = table(w_K_[layer], per_head_ ? h : 0) + row;
+      const T* aK = table(w_K_[layer], h) + row;
       const T* qi = q + x;
       T e = 0;
       for (int c = 0; c < dh_; ++c) e += qi[c] * aK[c];
@@ -358,8 +378,8 @@ class Shaw : public Encoding<T> {
   void naive_scores_backward(int layer, const AttentionGeometry& g, const T* q, T scale,
                              const T* dscores, T* dq) {
     for_each_visible_pair(g, [&](int h, long cell, long x, long row) {
-      const T* aK = table(w_K_[layer], per_head_ ? h : 0) + row;
-      T* daK = table_grad(w_K_[layer], per_head_ ? h : 0) + row;
+      const T* aK = table(w_K_[layer], h) + row;
+      T* daK = table_grad(w_K_[layer], h) + row;
       const T ds = scale * dscores[cell];
       for (int c = 0; c < dh_; ++c) {
         dq[x + c] += ds * aK[c];
@@ -372,7 +392,7 @@ class Shaw : public Encoding<T> {
   void naive_values_forward(int layer, const AttentionGeometry& g, const T* probs,
                             T* ctx) const {
     for_each_visible_pair(g, [&](int h, long cell, long x, long row) {
-      const T* aV = table(w_V_[layer], per_head_ ? h : 0) + row;
+      const T* aV = table(w_V_[layer], h) + row;
       const T p = probs[cell];
       T* zi = ctx + x;
       for (int c = 0; c < dh_; ++c) zi[c] += p * aV[c];
@@ -383,8 +403,8 @@ class Shaw : public Encoding<T> {
   void naive_values_backward(int layer, const AttentionGeometry& g, const T* probs,
                              const T* dctx, T* dprobs) {
     for_each_visible_pair(g, [&](int h, long cell, long x, long row) {
-      const T* aV = table(w_V_[layer], per_head_ ? h : 0) + row;
-      T* daV = table_grad(w_V_[layer], per_head_ ? h : 0) + row;
+      const T* aV = table(w_V_[layer], h) + row;
+      T* daV = table_grad(w_V_[layer], h) + row;
       const T* dzi = dctx + x;
       T dp = 0;
       for (int c = 0; c < dh_; ++c) {

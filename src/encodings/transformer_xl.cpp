@@ -156,7 +156,10 @@ class TransformerXL : public Encoding<T> {
   void scores_forward(int layer, const AttentionGeometry& g, const T* q, const T* k, T scale,
                       T* scores) override {
     if (naive_) return naive_forward(layer, g, q, k, scale, scores);
-    const int B = g.batch, L = g.q_len, K = g.k_len, d = d_, H = H_, dh = dh_;
+    // This call's heads h0 .. h0 + Hc - 1 (all H but in evaluation by chunks of heads); scores
+    // [B, Hc, L, K], block b Hc + (h - h0) for head h.
+    const int B = g.batch, L = g.q_len, K = g.k_len, d = d_, dh = dh_;
+    const int h0 = g.head_begin, Hc = g.heads();
 
     // Positional keys of every distance in the table: Rk = R W_kR   [n, H*d_h]
     Table t;
@@ -169,27 +172,27 @@ class TransformerXL : public Encoding<T> {
       // Rk [n, d] = R [n, d] W_kR [d, H d_h]
       multiply(matrix(Rk_[layer]), matrix(R_), W_kR(layer));
       Rk = matrix(Rk_[layer]);
-      // (d) v_h . Rk_h[c]: one value per head and distance   dvec [H, n]
+      // (d) v_h . Rk_h[c]: one value per head and distance   dvec [H, n], rows h0 .. h0+Hc-1
       if (term_d_) {
-        dvec = grow(dvec_, std::size_t(H) * t.n);
+        dvec = grow(dvec_, std::size_t(H_) * t.n);
         const T* v = arena_.value(v_[uv(layer)]);
-        for (int h = 0; h < H; ++h)  // dvec_h [1, n] = v_h [1, d_h] Rk_h^T [d_h, n]
+        for (int h = h0; h < h0 + Hc; ++h)  // dvec_h [1, n] = v_h [1, d_h] Rk_h^T [d_h, n]
           multiply(row_vector(dvec + long(h) * t.n, t.n), row_vector(v + h * dh, dh),
                    Rk.column_block(h * dh, dh).t());
       }
       if (t.contiguous)
-        ensure_shape(pad_, {std::size_t(B) * H, rel_shift_padded_size(L, K)});
+        ensure_shape(pad_, {std::size_t(B) * Hc, rel_shift_padded_size(L, K)});
       else
-        grow(gather_, std::size_t(B) * H * L * t.n);
+        grow(gather_, std::size_t(B) * Hc * L * t.n);
     }
-    if (term_c_) ensure_shape(cvec_, {std::size_t(B) * H, std::size_t(K)});
+    if (term_c_) ensure_shape(cvec_, {std::size_t(B) * Hc, std::size_t(K)});
     const T* u = term_c_ ? arena_.value(u_[uv(layer)]) : nullptr;
     const auto q_all = matrix(q, B * L, d);  // [B L, H d_h]
     const auto k_all = matrix(k, B * K, d);  // [B K, H d_h]
 
 #pragma omp parallel for schedule(static)
-    for (int bh = 0; bh < B * H; ++bh) {
-      const int b = bh / H, h = bh % H;
+    for (int bh = 0; bh < B * Hc; ++bh) {  // block bh of scores [B, Hc, L, K]
+      const int b = bh / Hc, h = h0 + bh % Hc;
       const auto q_bh = q_all.block(b * L, h * dh, L, dh);  // [L, d_h], row stride d
       const auto k_bh = k_all.block(b * K, h * dh, K, dh);  // [K, d_h], row stride d
       T* S = scores + long(bh) * L * K;                     // [L, K]
@@ -228,6 +231,7 @@ class TransformerXL : public Encoding<T> {
 
   void scores_backward(int layer, const AttentionGeometry& g, const T* q, const T* k, T scale,
                        const T* dscores, T* dq, T* dk) override {
+    require_all_heads(g, "transformer_xl");  // dscores [B, H, L, K]
     if (naive_) return naive_backward(layer, g, q, k, scale, dscores, dq, dk);
     const int B = g.batch, L = g.q_len, K = g.k_len, d = d_, H = H_, dh = dh_;
 
@@ -430,14 +434,15 @@ class TransformerXL : public Encoding<T> {
     return s;
   }
 
+  // scores [B, Hc, L, K]: block (b, h - h0) for the call's heads h = h0 .. h0 + Hc - 1.
   void naive_forward(int layer, const AttentionGeometry& g, const T* q, const T* k, T scale,
                      T* scores) {
-    const int B = g.batch, L = g.q_len, K = g.k_len, d = d_, H = H_, dh = dh_;
+    const int B = g.batch, L = g.q_len, K = g.k_len, d = d_, dh = dh_, Hc = g.heads();
     std::vector<T> Rrow(d), r(d);
     const T* u = term_c_ ? arena_.value(u_[uv(layer)]) : nullptr;
     const T* v = term_d_ ? arena_.value(v_[uv(layer)]) : nullptr;
     for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
+      for (int h = g.head_begin; h < g.head_end(); ++h)
         for (int i = 0; i < L; ++i)
           for (int j = 0; j < K; ++j) {
             if (!g.visible(i, j)) continue;
@@ -449,7 +454,7 @@ class TransformerXL : public Encoding<T> {
             if (term_b_) a += dot(q_i, r_h, dh);         // (b)
             if (term_c_) a += dot(u + h * dh, k_j, dh);  // (c)
             if (term_d_) a += dot(v + h * dh, r_h, dh);  // (d)
-            scores[((long(b) * H + h) * L + i) * K + j] += scale * a;
+            scores[((long(b) * Hc + h - g.head_begin) * L + i) * K + j] += scale * a;
           }
   }
 

@@ -59,22 +59,23 @@ class Attention {
     ensure_shape(v_, {std::size_t(B), std::size_t(K), std::size_t(d)});
     ensure_shape(probs_, {std::size_t(B), std::size_t(H_), std::size_t(L), std::size_t(K)});
     ensure_shape(ctx_, {std::size_t(B), std::size_t(L), std::size_t(d)});
-    forward_in_chunks(x, g, enc, layer, out, q_, k_, v_, ctx_, probs_, B);
+    forward_in_chunks(x, g, enc, layer, out, q_, k_, v_, ctx_, probs_, {B, H_});
   }
 
   // The same function for evaluation only (nn/inference_scratch.hpp): the buffers are the
-  // scratch shared by all layers, the scores are made a chunk of batch rows at a time, and
-  // nothing is kept for backward (backward after this is an error the model prevents).
+  // scratch shared by all layers, the scores are made a chunk of (batch rows, heads) at a time,
+  // and nothing is kept for backward (backward after this is an error the model prevents).
   void forward_inference(const T* x, const AttentionGeometry& g, Encoding<T>& enc, int layer,
                          T* out, InferenceScratch<T>& s) {
     const int B = g.batch, L = g.q_len, K = g.k_len, d = d_;
-    const int rows = inference_chunk_rows(B, H_, L, K, sizeof(T), s.score_budget_bytes);
+    const InferenceChunk chunk = inference_chunk(B, H_, L, K, sizeof(T), s.score_budget_bytes);
     ensure_shape(s.q, {std::size_t(B), std::size_t(L), std::size_t(d)});
     ensure_shape(s.k, {std::size_t(B), std::size_t(K), std::size_t(d)});
     ensure_shape(s.v, {std::size_t(B), std::size_t(K), std::size_t(d)});
-    ensure_shape(s.scores, {std::size_t(rows), std::size_t(H_), std::size_t(L), std::size_t(K)});
+    ensure_shape(s.scores, {std::size_t(chunk.rows), std::size_t(chunk.heads), std::size_t(L),
+                            std::size_t(K)});
     ensure_shape(s.ctx, {std::size_t(B), std::size_t(L), std::size_t(d)});
-    forward_in_chunks(x, g, enc, layer, out, s.q, s.k, s.v, s.ctx, s.scores, rows);
+    forward_in_chunks(x, g, enc, layer, out, s.q, s.k, s.v, s.ctx, s.scores, chunk);
   }
 
   // dout [B, L, d]; x is the forward input. Writes dx [B, K, d] (memory rows included; the
@@ -159,12 +160,15 @@ class Attention {
 
  private:
   // The forward pass over buffers q [B, L, d], k, v [B, K, d], ctx [B, L, d] and probs
-  // [R, H, L, K], for R = chunk_rows batch rows at a time. With R = B there is one chunk and
-  // these are exactly the calls of a whole-batch pass. A chunk of rows b0 .. b0 + R - 1 gives
-  // the score and value hooks a geometry with batch = R and pointers offset to row b0.
+  // [R, Hc, L, K], for R = chunk.rows batch rows and Hc = chunk.heads heads at a time. With
+  // R = B and Hc = H there is one chunk and these are exactly the calls of a whole-batch pass.
+  // The chunk of rows b0 .. b0 + R - 1 and heads h0 .. h0 + Hc - 1 gives the score and value
+  // hooks a geometry with batch = R, head_begin = h0, head_count = Hc and pointers offset to
+  // row b0; its (b, h) scores are block (b - b0) Hc + (h - h0) of probs. (The last chunk of
+  // heads may have fewer than Hc; it uses the front of the buffer.)
   void forward_in_chunks(const T* x, const AttentionGeometry& g, Encoding<T>& enc, int layer,
                          T* out, xt::xtensor<T, 3>& q, xt::xtensor<T, 3>& k, xt::xtensor<T, 3>& v,
-                         xt::xtensor<T, 3>& ctx, xt::xtensor<T, 4>& probs, int chunk_rows) {
+                         xt::xtensor<T, 3>& ctx, xt::xtensor<T, 4>& probs, InferenceChunk chunk) {
     const int B = g.batch, L = g.q_len, K = g.k_len, M = g.mem_len, d = d_;
 
     // Projections. Queries: rows M..K-1 of each batch element (one call when there is no memory).
@@ -177,37 +181,41 @@ class Attention {
 
     scale_ = enc.score_scale(dh_);
     content_ = enc.has_content_term();
-    for (int b0 = 0; b0 < B; b0 += chunk_rows) {
-      const int R = std::min(chunk_rows, B - b0);
-      AttentionGeometry chunk = g;
-      chunk.batch = R;
-      const T* q_chunk = q.data() + long(b0) * L * d;  // rows b0.. of q [B, L, d]
-      const T* k_chunk = k.data() + long(b0) * K * d;  // rows b0.. of k [B, K, d]
-      T* ctx_chunk = ctx.data() + long(b0) * L * d;    // rows b0.. of ctx [B, L, d]
+    for (int b0 = 0; b0 < B; b0 += chunk.rows)
+      for (int h0 = 0; h0 < H_; h0 += chunk.heads) {
+        const int R = std::min(chunk.rows, B - b0), Hc = std::min(chunk.heads, H_ - h0);
+        AttentionGeometry part = g;
+        part.batch = R;
+        part.head_begin = h0;
+        part.head_count = Hc;
+        const T* q_part = q.data() + long(b0) * L * d;  // rows b0.. of q [B, L, d]
+        const T* k_part = k.data() + long(b0) * K * d;  // rows b0.. of k [B, K, d]
+        T* ctx_part = ctx.data() + long(b0) * L * d;    // rows b0.. of ctx [B, L, d]
 
-      // (a) of the score: content term, S = scale * q_h k_h^T, one BLAS call per (b, h).
+        // (a) of the score: content term, S = scale * q_h k_h^T, one BLAS call per (b, h).
 #pragma omp parallel for schedule(static)
-      for (int bh = 0; bh < R * H_; ++bh) {
-        const int b = b0 + bh / H_, h = bh % H_;
-        // S_bh [L, K] = scale * q_h [L, d_h] k_h^T [d_h, K]
-        multiply(per_head(probs, bh), head(q, b, h), head(k, b, h).t(), content_ ? scale_ : T(0));
-      }
-      // (c) positional score terms.
-      if (enc.has_score_terms())
-        enc.scores_forward(layer, chunk, q_chunk, k_chunk, scale_, probs.data());
+        for (int bh = 0; bh < R * Hc; ++bh) {
+          const int b = b0 + bh / Hc, h = h0 + bh % Hc;
+          // S_bh [L, K] = scale * q_h [L, d_h] k_h^T [d_h, K]
+          multiply(per_head(probs, bh), head(q, b, h), head(k, b, h).t(),
+                   content_ ? scale_ : T(0));
+        }
+        // (c) positional score terms.
+        if (enc.has_score_terms())
+          enc.scores_forward(layer, part, q_part, k_part, scale_, probs.data());
 
-      // Causal softmax (masked cells become exactly 0), then z_h = P_h v_h.
+        // Causal softmax (masked cells become exactly 0), then z_h = P_h v_h.
 #pragma omp parallel for schedule(static)
-      for (int bh = 0; bh < R * H_; ++bh) {
-        const int b = b0 + bh / H_, h = bh % H_;
-        const auto P = per_head(probs, bh);  // [L, K], the scores until the softmax
-        for (int i0 = 0; i0 < L; i0 += kSoftmaxRows)
-          masked_softmax_rows(P, i0, std::min(kSoftmaxRows, L - i0), g);
-        multiply(head(ctx, b, h), P, head(v, b, h));  // z_h [L, d_h] = P_h [L, K] v_h [K, d_h]
+        for (int bh = 0; bh < R * Hc; ++bh) {
+          const int b = b0 + bh / Hc, h = h0 + bh % Hc;
+          const auto P = per_head(probs, bh);  // [L, K], the scores until the softmax
+          for (int i0 = 0; i0 < L; i0 += kSoftmaxRows)
+            masked_softmax_rows(P, i0, std::min(kSoftmaxRows, L - i0), g);
+          multiply(head(ctx, b, h), P, head(v, b, h));  // z_h [L, d_h] = P_h [L, K] v_h [K, d_h]
+        }
+        // (d) positional value terms.
+        if (enc.has_value_terms()) enc.values_forward(layer, part, probs.data(), ctx_part);
       }
-      // (d) positional value terms.
-      if (enc.has_value_terms()) enc.values_forward(layer, chunk, probs.data(), ctx_chunk);
-    }
 
     linear_forward<T>(ctx.data(), arena_.value(W_o), nullptr, out, B * L, d, d);
   }
@@ -220,8 +228,9 @@ class Attention {
     const int R = int(x.shape(1));
     return matrix(x).block(b * R, h * dh_, R, dh_);
   }
-  // The [L, K] block of batch row b and head h (bh = b H + h) of scores, probabilities or their
-  // gradients [B, H, L, K], seen as [B H L, K].
+  // The [L, K] block number bh of scores, probabilities or their gradients [B, H, L, K] seen
+  // as [B H L, K]: batch row b and head h for bh = b H + h (of a chunk [R, Hc, L, K]: its block
+  // (b - b0) Hc + (h - h0)).
   template <class Tensor4>
   static auto per_head(Tensor4& x, int bh) {
     const int L = int(x.shape(2));

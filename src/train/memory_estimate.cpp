@@ -11,7 +11,8 @@
 
 namespace poslab {
 
-double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, bool training) {
+double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, bool training,
+                       double score_budget_bytes) {
   const double B = batch, L = seq_len, M = mem_len, K = M + L;
   const double d = cfg.model.d_model, H = cfg.model.n_heads, di = cfg.model.d_inner;
   const double V = cfg.model.vocab_size, layers = cfg.model.n_layers;
@@ -23,11 +24,13 @@ double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, b
     parameters += double(cfg.encoding.options.get_int("max_len")) * d;
   const double copies = training ? 2 : 1;  // the gradient of every activation when training
   // Training: every layer keeps its scores and probabilities. Evaluation only: the layers share
-  // one chunk of R rows of scores, plus an encoding's work buffer of the same size (Transformer-
-  // XL's padded relative shift), R = B or 1 (nn/inference_scratch.hpp).
-  const double R = inference_chunk_rows(batch, cfg.model.n_heads, seq_len, mem_len + seq_len, 4);
+  // one chunk of R rows and Hc heads of scores, plus an encoding's work buffer of the same size
+  // (Transformer-XL's padded relative shift): (R, Hc) = (B, H), or (1, as many heads as fit the
+  // budget) (nn/inference_scratch.hpp).
+  const InferenceChunk chunk =
+      inference_chunk(batch, cfg.model.n_heads, seq_len, mem_len + seq_len, 4, score_budget_bytes);
   const double scores_per_layer = training ? 2 * 2 * B * H * L * K : 0;
-  const double scores_shared = training ? 0 : 2 * R * H * L * K;
+  const double scores_shared = training ? 0 : 2 * double(chunk.rows) * chunk.heads * L * K;
   const double per_layer =
       scores_per_layer + copies * (8 * B * K * d + 2 * B * L * di) + B * M * d;
   const double output = copies * 2 * B * L * V;

@@ -111,6 +111,7 @@ def redraw_all(out_dir):
         bench = os.path.join(results, "bench")
         poslab_plots.reuse_speed(bench, os.path.join(out_dir, "bench", "figures"))
         poslab_plots.scaling(bench, os.path.join(out_dir, "bench", "figures"))
+        poslab_plots.eval_memory(bench, os.path.join(out_dir, "bench", "figures"))
     finally:
         poslab_plots.save = original_save
     return problems, len(studies) + 1
