@@ -8,9 +8,10 @@
 //                       a single-threaded call (attention.hpp)
 //   other products      parallel_multiply (src/core/blas.cpp): C's rows split over the threads,
 //                       one single-threaded call each (one call when m n k < 64^3 or m < 4)
-// Every timing is interleaved: one repetition runs the whole step list once per backend, the
-// backends' order rotating from one repetition to the next, so a change in the machine's load
-// hits them all; the speedup of a backend is openblas_time / its time within each repetition.
+// Every timing is interleaved: in one repetition each product runs its step's worth of calls
+// once per backend, back to back, the backends' order rotating, so a change in the machine's
+// load hits them all; a backend's step time is the sum over the products in that repetition,
+// and its speedup is openblas_time / its time within each repetition.
 // Every backend's result is checked against OpenBLAS first (max |C - C_openblas| / max
 // |C_openblas| over each product), so a wrong call cannot look fast.
 #include <omp.h>
@@ -43,7 +44,7 @@ struct Call {
 };
 
 struct Product {
-  std::string name, text;  // products.hpp's name; the model's call
+  std::string name, id, text;  // products.hpp's name; a key without spaces; the model's call
   bool per_head;
   long instances;          // per training step
   std::vector<Call> calls; // one instance: B H calls (per head), 1 or B calls (others)
@@ -88,15 +89,15 @@ std::vector<Product> step_products(const Shape& s) {
   std::vector<Product> out;
   // linear.hpp: y = x W [rows, in] x [in, out]; dx += dy W^T; dW += x^T dy. `calls` row blocks of
   // `rows` rows each, the b-th reading x from row x_row(b) and y from row b rows.
-  auto linear = [&](const std::string& name, int rows, int in, int o, long instances, int calls,
-                    auto x_row, bool fwd_per_row) {
-    Product f{name, "y = x W", false, instances, {}, {}, {}, {}, {}};
+  auto linear = [&](const std::string& name, const std::string& id, int rows, int in, int o,
+                    long instances, int calls, auto x_row, bool fwd_per_row) {
+    Product f{name, id, "y = x W", false, instances, {}, {}, {}, {}, {}};
     const int fwd_calls = fwd_per_row ? calls : 1, fwd_rows = fwd_per_row ? rows : rows * calls;
     for (int b = 0; b < fwd_calls; ++b)
       f.calls.push_back({'N', 'N', fwd_rows, o, in, long(x_row(b)) * in, 0, long(b) * fwd_rows * o,
                          in, o, o, 1.0f, 0.0f});
-    Product dA{name + " dA", "dx += dy W^T", false, instances, {}, {}, {}, {}, {}};
-    Product dB{name + " dB", "dW += x^T dy", false, instances, {}, {}, {}, {}, {}};
+    Product dA{name + " dA", id + "_dA", "dx += dy W^T", false, instances, {}, {}, {}, {}, {}};
+    Product dB{name + " dB", id + "_dB", "dW += x^T dy", false, instances, {}, {}, {}, {}, {}};
     for (int b = 0; b < calls; ++b) {
       dA.calls.push_back({'N', 'T', rows, in, o, long(b) * rows * o, 0, long(x_row(b)) * in, o, o,
                           in, 1.0f, 1.0f});
@@ -109,38 +110,40 @@ std::vector<Product> step_products(const Shape& s) {
   };
   // Queries: rows M..K-1 of each batch row; one call over B L rows without memory (attention.hpp
   // segment_rows_gemm), B calls of L rows with memory; the backward is always B calls of L rows.
-  linear("q projection", L, d, d, N, B, [&](int b) { return b * K + M; }, M > 0);
-  linear("k, v projections", B * K, d, d, 2L * N, 1, [](int) { return 0; }, false);
+  linear("q projection", "q", L, d, d, N, B, [&](int b) { return b * K + M; }, M > 0);
+  linear("k, v projections", "kv", B * K, d, d, 2L * N, 1, [](int) { return 0; }, false);
   // Per head: q, k, v, ctx, dq, dk, dv, dctx are [B, rows, d] with head h at column h dh (row
   // stride d); scores, P, dP [B, H, L, K] contiguous.
-  auto per_head = [&](const std::string& name, const std::string& text, char ta, char tb, int m,
-                      int n, int k, auto oa, int lda, auto ob, int ldb, auto oc, int ldc,
-                      float alpha) {
-    Product p{name, text, true, N, {}, {}, {}, {}, {}};
+  auto per_head = [&](const std::string& name, const std::string& id, const std::string& text,
+                      char ta, char tb, int m, int n, int k, auto oa, int lda, auto ob, int ldb,
+                      auto oc, int ldc, float alpha) {
+    Product p{name, id, text, true, N, {}, {}, {}, {}, {}};
     for (int bh = 0; bh < B * H; ++bh) {
       const int b = bh / H, h = bh % H;
-      p.calls.push_back({ta, tb, m, n, k, oa(b, h), ob(b, h), oc(b, h), lda, ldb, ldc, alpha, 0.0f});
+      p.calls.push_back(
+          {ta, tb, m, n, k, oa(b, h), ob(b, h), oc(b, h), lda, ldb, ldc, alpha, 0.0f});
     }
     out.push_back(p);
   };
   auto q_head = [&](int b, int h) { return long(b) * L * d + h * dh; };
   auto k_head = [&](int b, int h) { return long(b) * K * d + h * dh; };
   auto score = [&](int b, int h) { return (long(b) * H + h) * L * K; };
-  per_head("scores q_h k_h^T", "S = scale q_h k_h^T", 'N', 'T', L, K, dh, q_head, d, k_head, d,
-           score, K, scale);
-  per_head("scores q_h k_h^T dA", "dq_h = scale dS k_h", 'N', 'N', L, dh, K, score, K, k_head, d,
-           q_head, d, scale);
-  per_head("scores q_h k_h^T dB", "dk_h = scale dS^T q_h", 'T', 'N', K, dh, L, score, K, q_head, d,
-           k_head, d, scale);
-  per_head("P_h v_h", "z_h = P_h v_h", 'N', 'N', L, dh, K, score, K, k_head, d, q_head, d, 1.0f);
-  per_head("P_h v_h dA", "dP_h = dz_h v_h^T", 'N', 'T', L, K, dh, q_head, d, k_head, d, score, K,
+  per_head("scores q_h k_h^T", "scores", "S = scale q_h k_h^T", 'N', 'T', L, K, dh, q_head, d,
+           k_head, d, score, K, scale);
+  per_head("scores q_h k_h^T dA", "scores_dA", "dq_h = scale dS k_h", 'N', 'N', L, dh, K, score,
+           K, k_head, d, q_head, d, scale);
+  per_head("scores q_h k_h^T dB", "scores_dB", "dk_h = scale dS^T q_h", 'T', 'N', K, dh, L,
+           score, K, q_head, d, k_head, d, scale);
+  per_head("P_h v_h", "pv", "z_h = P_h v_h", 'N', 'N', L, dh, K, score, K, k_head, d, q_head, d,
            1.0f);
-  per_head("P_h v_h dB", "dv_h = P_h^T dz_h", 'T', 'N', K, dh, L, score, K, q_head, d, k_head, d,
-           1.0f);
-  linear("out projection", B * L, d, d, N, 1, [](int) { return 0; }, false);
-  linear("feed-forward in", B * L, d, s.di, N, 1, [](int) { return 0; }, false);
-  linear("feed-forward out", B * L, s.di, d, N, 1, [](int) { return 0; }, false);
-  linear("output layer", B * L, d, s.V, 1, 1, [](int) { return 0; }, false);
+  per_head("P_h v_h dA", "pv_dA", "dP_h = dz_h v_h^T", 'N', 'T', L, K, dh, q_head, d, k_head, d,
+           score, K, 1.0f);
+  per_head("P_h v_h dB", "pv_dB", "dv_h = P_h^T dz_h", 'T', 'N', K, dh, L, score, K, q_head, d,
+           k_head, d, 1.0f);
+  linear("out projection", "out", B * L, d, d, N, 1, [](int) { return 0; }, false);
+  linear("feed-forward in", "ff_in", B * L, d, s.di, N, 1, [](int) { return 0; }, false);
+  linear("feed-forward out", "ff_out", B * L, s.di, d, N, 1, [](int) { return 0; }, false);
+  linear("output layer", "output", B * L, d, s.V, 1, 1, [](int) { return 0; }, false);
   return out;
 }
 
@@ -236,7 +239,7 @@ int main(int argc, char** argv) {
   const std::vector<Shape> shapes = {{"reference", 128, 4, 32, 512, 256, 64, 0, 16, 4},
                                      {"xl_mem64", 128, 4, 32, 512, 256, 64, 64, 16, 4}};
   std::ostringstream csv;
-  csv << "config,product,call,m,n,k,ta,tb,lda,ldb,ldc,alpha,beta,arrangement,calls_per_instance,"
+  csv << "config,id,product,call,m,n,k,ta,tb,lda,ldb,ldc,alpha,beta,arrangement,calls_per_instance,"
          "instances_per_step,mflop_per_step,backend,ms_median,ms_min,ms_max,gflops_median,"
          "gflops_min,gflops_max,speedup_median,speedup_min,speedup_max,jit_flop_fraction,"
          "max_rel_diff\n";
@@ -293,24 +296,27 @@ int main(int argc, char** argv) {
       }
       for (std::size_t b = 0; b < nb; ++b) jit[b][i] = kernel[b] / all;
     }
-    // Timing: whole step lists, backends interleaved (rotating order), 2 warm-up repetitions.
+    // Timing: per repetition, each product's instances of one step run once per backend, back
+    // to back, the backends' order rotating; a backend's step time is the sum over products.
+    // 2 warm-up repetitions.
     std::vector<std::vector<std::vector<double>>> t(
         nb, std::vector<std::vector<double>>(np, std::vector<double>()));
     std::vector<std::vector<double>> total(nb);
     for (int r = -2; r < reps; ++r) {
-      for (std::size_t j = 0; j < nb; ++j) {
-        const std::size_t b = (std::size_t(r + 2) + j) % nb;
-        double sum = 0;
-        for (std::size_t i = 0; i < np; ++i) {
-          Product& p = products[i];
+      std::vector<double> sum(nb, 0.0);
+      for (std::size_t i = 0; i < np; ++i) {
+        Product& p = products[i];
+        for (std::size_t j = 0; j < nb; ++j) {
+          const std::size_t b = (std::size_t(r + 2) + i + j) % nb;
           const auto t0 = std::chrono::steady_clock::now();
           for (long n = 0; n < p.instances; ++n) run_instance(backends[b].gemm, p);
           const double dt = seconds_since(t0);
-          sum += dt;
+          sum[b] += dt;
           if (r >= 0) t[b][i].push_back(dt);
         }
-        if (r >= 0) total[b].push_back(sum);
       }
+      if (r >= 0)
+        for (std::size_t b = 0; b < nb; ++b) total[b].push_back(sum[b]);
       for (Product& p : products) p.c = p.c0;  // keep the accumulating (beta 1) outputs bounded
     }
     // Report.
@@ -344,7 +350,7 @@ int main(int argc, char** argv) {
         const double f = p.flops();
         std::snprintf(line, sizeof line, " %8.1f (x%5.2f)", f / ms.median / 1e9, sp.median);
         std::cout << line;
-        csv << s.name << "," << '"' << p.name << '"' << "," << '"' << p.text << '"' << "," << x.m
+        csv << s.name << "," << p.id << ",\"" << p.name << "\",\"" << p.text << "\"," << x.m
             << "," << x.n << "," << x.k << "," << x.ta << "," << x.tb << "," << x.lda << ","
             << x.ldb << "," << x.ldc << "," << x.alpha << "," << x.beta << ","
             << (p.per_head ? "per_head" : "rows_split") << "," << calls << "," << p.instances
@@ -371,7 +377,7 @@ int main(int argc, char** argv) {
                     backends[b].name.c_str(), ms.median * 1e3, ms.min * 1e3, ms.max * 1e3,
                     step_flops / ms.median / 1e9, sp.median, sp.min, sp.max, jf, worst);
       std::cout << line;
-      csv << s.name << ",step total,\"\",,,,,,,,,,,all,," << 1 << "," << step_flops / 1e6 << ","
+      csv << s.name << ",step_total,step total,\"\",,,,,,,,,,,all,,1," << step_flops / 1e6 << ","
           << backends[b].name << "," << ms.median * 1e3 << "," << ms.min * 1e3 << ","
           << ms.max * 1e3 << "," << step_flops / ms.median / 1e9 << ","
           << step_flops / ms.max / 1e9 << "," << step_flops / ms.min / 1e9 << "," << sp.median

@@ -28,6 +28,11 @@ if nm "$out/blas_backends" | grep -E ' [TW] (cblas_sgemm|sgemm_)$'; then
   echo "a cblas/BLAS symbol was linked from BLIS's archive" >&2
   exit 1
 fi
+echo "command:     bench/blas_backends/run.sh $*"
+echo "commit:      $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)"
+echo "machine:     $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores"
+echo "compiler:    $(g++ --version | head -1), -O3 -march=native -fopenmp"
+echo "packages:    $(dpkg-query -W -f='${Package} ${Version}, ' libopenblas0-pthread libblis4-openmp libxsmm-dev 2>/dev/null)"
 echo "load before: $(cat /proc/loadavg)"
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2} OMP_PROC_BIND=${OMP_PROC_BIND:-false} \
   "$out/blas_backends" --reps "$reps" ${csv:+--csv "$csv"}
