@@ -216,13 +216,14 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 
 int main(int argc, char** argv) {
   int reps = 21;
-  std::string csv_path;
+  std::string csv_path, only;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (a == "--csv" && i + 1 < argc) csv_path = argv[++i];
+    else if (a == "--only" && i + 1 < argc) only = argv[++i];
     else {
-      std::cerr << "usage: blas_backends [--reps N] [--csv PATH]\n";
+      std::cerr << "usage: blas_backends [--reps N] [--csv PATH] [--only reference|xl_mem64]\n";
       return 2;
     }
   }
@@ -246,6 +247,7 @@ int main(int argc, char** argv) {
   std::mt19937 rng(15);
   bool all_ok = true;
   for (const Shape& s : shapes) {
+    if (!only.empty() && s.name != only) continue;
     std::vector<Product> products = step_products(s);
     double step_flops = 0;
     for (Product& p : products) {
