@@ -151,7 +151,8 @@ int run_bench(const Config& cfg, int steps) {
             << ", memory " << cfg.memory.mem_len << ", encoding '" << cfg.encoding.type << "', "
             << omp_get_max_threads() << " threads\n"
             << "build:     " << build_flags() << " at " << build_commit()
-            << (build_dirty() ? "-dirty" : "") << " (compare speeds within one build)\n";
+            << (build_dirty() ? "-dirty" : "") << ", BLAS " << blas_backend()
+            << " (compare speeds within one build)\n";
   const BenchResult r = bench_training(cfg, steps, kRepetitions);
   const Spread ceiling = measure_ceiling(cfg, 7);
   const double model_gflops = r.tokens_per_second.median * r.model_flops_per_token / 1e9;
@@ -178,7 +179,7 @@ int run_bench_comparison(const Config& base, int steps, int mem_len) {
             << base.model.n_layers << " layers, segment " << base.train.seq_len << ", batch "
             << base.train.batch_size << ", " << omp_get_max_threads() << " threads, " << steps
             << " timed steps each\nbuild: " << build_flags() << " at " << build_commit()
-            << (build_dirty() ? "-dirty" : "") << "\n\n"
+            << (build_dirty() ? "-dirty" : "") << ", BLAS " << blas_backend() << "\n\n"
             << std::left << std::setw(24) << "encoding" << std::right << std::setw(14)
             << "memory 0" << std::setw(10) << "vs none" << std::setw(14)
             << ("memory " + std::to_string(mem_len)) << std::setw(10) << "vs none" << "\n";
@@ -224,7 +225,7 @@ int run_bench_scaling(const Config& base, int steps, const std::vector<int>& seg
             << " heads, d_inner " << base.model.d_inner << ", " << omp_get_max_threads()
             << " threads; median of 5 repetitions of " << steps << " steps\n  build "
             << build_flags() << " at " << build_commit() << (build_dirty() ? "-dirty" : "")
-            << "\n\n"
+            << ", BLAS " << blas_backend() << "\n\n"
             << std::left << std::setw(26) << "encoding" << std::right << std::setw(8) << "segment"
             << std::setw(12) << "tokens/s" << std::setw(12) << "MFLOP/tok" << std::setw(10)
             << "GFLOP/s" << std::setw(12) << "vs none" << "\n";
@@ -301,7 +302,7 @@ int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long t
             << cfg.encoding.type << "', " << omp_get_max_threads() << " threads; median of 3 "
             << "timed passes each, " << targets << " predicted tokens for vanilla, more for the "
             << "faster modes\n  build " << build_flags() << " at " << build_commit()
-            << (build_dirty() ? "-dirty" : "") << "\n"
+            << (build_dirty() ? "-dirty" : "") << ", BLAS " << blas_backend() << "\n"
             << "  vanilla:     a forward pass over the A tokens ending at every predicted token\n"
             << "  per-segment: the window moves by " << L << " tokens and scores its last " << L
             << "\n  reuse:       segments of " << L << " tokens with memory A - " << L

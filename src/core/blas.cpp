@@ -89,4 +89,6 @@ void set_blas_threads(int threads) {
   if (threads > 0) openblas_set_num_threads(threads);
 }
 
+const char* blas_backend() { return openblas_get_config(); }
+
 }  // namespace poslab

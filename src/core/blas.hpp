@@ -44,4 +44,9 @@ std::uint64_t counted_gemm_flops();
 // OpenBLAS threads per call; poslab keeps it at 1 (see parallel_multiply).
 void set_blas_threads(int threads);
 
+// The library behind multiply, as it describes itself: "OpenBLAS 0.3.21 DYNAMIC_ARCH ..."
+// (openblas_get_config()). `poslab bench` prints it in its build line: a different BLAS rounds
+// differently and runs at a different speed.
+const char* blas_backend();
+
 }  // namespace poslab
