@@ -484,18 +484,24 @@ int run(int argc, char** argv) {
 }  // namespace
 }  // namespace poslab
 
-// OpenMP threads that finish early spin while they wait for the others (libgomp's default).
-// On a 2-core machine shared with anything else (a second run, a compiler) a spinning thread
-// steals the core the slow one needs: training measured 10x slower here. libgomp reads
-// OMP_WAIT_POLICY once, when it is loaded, so poslab sets it to "passive" and restarts itself,
-// unless the user has chosen a policy.
-static void use_passive_openmp_waiting(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  setenv("OMP_WAIT_POLICY", "passive", 1);
+// How OpenMP threads wait for each other. A training step opens a few hundred parallel loops;
+// between two of them a thread that finished early waits. libgomp's default spins a long time
+// (a busy loop) before it sleeps: on a 2-core machine shared with anything else (a second run, a
+// compiler) a spinning thread steals the core the slow one needs, and training was measured 10x
+// slower here. Passive waiting (sleep at once) is safe, but every loop then pays a wake-up,
+// about a fifth of a step's time at the reference configuration (docs/09). So poslab spins
+// briefly, 1,000 rounds (GOMP_SPINCOUNT), then sleeps: measured here, 1.25x passive's
+// speed on an idle machine and 0.88x beside one busy process (docs/09, "Waiting threads").
+// libgomp reads its environment once, when it is loaded, so poslab sets it and restarts
+// itself, unless the user has chosen (OMP_WAIT_POLICY or GOMP_SPINCOUNT set).
+static void use_brief_openmp_spinning(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr)
+    return;
+  setenv("GOMP_SPINCOUNT", "1000", 1);
   execv("/proc/self/exe", argv);  // returns only on failure: then carry on as we are
 }
 
 int main(int argc, char** argv) {
-  use_passive_openmp_waiting(argv);
+  use_brief_openmp_spinning(argv);
   return poslab::run(argc, argv);
 }

@@ -19,7 +19,7 @@
 namespace poslab {
 
 // Below this many elements a loop is not worth waking the other threads for.
-inline constexpr long kParallelLoopMinElements = 1L << 14;
+inline constexpr long kParallelLoopMinElements = 1L << 18;
 
 // dst[i] = value, i < n
 template <class T>
