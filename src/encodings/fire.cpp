@@ -62,6 +62,7 @@
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
 #include "encodings/distance_bias.hpp"
+#include "encodings/geometry_key.hpp"
 #include "encodings/registry.hpp"
 #include "encodings/softplus.hpp"
 
@@ -217,8 +218,16 @@ class Fire : public Encoding<T> {
 
   // Fills dist_, npos_, thr_, u_ (one per entry) and the entry index [L, K] of entries_. Returns
   // the number of entries.
+  // The entries and the index depend only on the mask, the positions and which queries are
+  // within the threshold; a training step asks in the forward and backward pass of every
+  // layer, mostly with the same three, so they are kept and only u (which depends on c and
+  // L_thr) is recomputed when those stay the same.
   int build_entries(const AttentionGeometry& g, const Scalars& sc) {
     const int L = g.q_len, K = g.k_len;
+    std::vector<char> within(L);
+    for (int i = 0; i < L; ++i) within[i] = thresholded(sc, g.q_pos[i]);
+    if (entries_key_.same_as_last(g) && within == within_) return compute_inputs(sc);
+    within_.clear();  // until the index below is complete (an error leaves nothing cached)
     dist_.clear();
     npos_.clear();
     thr_.clear();
@@ -257,6 +266,12 @@ class Fire : public Encoding<T> {
       for (int j = 0; j < K; ++j)
         if (g.visible(i, j)) idx[j] = first + int(qp - g.k_pos[j] - rlo);
     }
+    within_ = within;
+    return compute_inputs(sc);
+  }
+
+  // u_[n] = input(entry n) for the current c and L_thr. Returns the number of entries.
+  int compute_inputs(const Scalars& sc) {
     const int N = int(dist_.size());
     u_.resize(N);
     for (int n = 0; n < N; ++n) u_[n] = T(input(sc, dist_[n], thr_[n], npos_[n]));
@@ -383,6 +398,8 @@ class Fire : public Encoding<T> {
   // Entry index [L, K] of each visible cell and the table OutT [H, N] (f per entry and head; dOut
   // in backward), gathered into the scores and scattered back by distance_bias.hpp.
   DistanceBias<T> entries_;
+  GeometryKey entries_key_;   // the mask and positions of the entries and index
+  std::vector<char> within_;  // [L]: which queries were within the threshold
 };
 
 }  // namespace
