@@ -6,7 +6,9 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 
 namespace poslab {
@@ -27,8 +29,11 @@ double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, b
   // one chunk of R rows and Hc heads of scores, plus an encoding's work buffer of the same size
   // (Transformer-XL's padded relative shift): (R, Hc) = (B, H), or (1, as many heads as fit the
   // budget) (nn/inference_scratch.hpp).
-  const InferenceChunk chunk =
-      inference_chunk(batch, cfg.model.n_heads, seq_len, mem_len + seq_len, 4, score_budget_bytes);
+  // (K in double: memory.mem_len + train.seq_len may not fit an int, and then this estimate is
+  // far beyond any machine anyway.)
+  const InferenceChunk chunk = inference_chunk(
+      batch, cfg.model.n_heads, seq_len, int(std::min(K, double(std::numeric_limits<int>::max()))),
+      4, score_budget_bytes);
   const double scores_per_layer = training ? 2 * 2 * B * H * L * K : 0;
   const double scores_shared = training ? 0 : 2 * double(chunk.rows) * chunk.heads * L * K;
   const double per_layer =
