@@ -224,7 +224,8 @@ class Fire : public Encoding<T> {
   // L_thr) is recomputed when those stay the same.
   int build_entries(const AttentionGeometry& g, const Scalars& sc) {
     const int L = g.q_len, K = g.k_len;
-    std::vector<char> within(L);
+    std::vector<char>& within = within_now_;  // a member: a training step allocates nothing
+    within.resize(L);
     for (int i = 0; i < L; ++i) within[i] = thresholded(sc, g.q_pos[i]);
     if (entries_key_.same_as_last(g) && within == within_) return compute_inputs(sc);
     within_.clear();  // until the index below is complete (an error leaves nothing cached)
@@ -400,6 +401,7 @@ class Fire : public Encoding<T> {
   DistanceBias<T> entries_;
   GeometryKey entries_key_;   // the mask and positions of the entries and index
   std::vector<char> within_;  // [L]: which queries were within the threshold
+  std::vector<char> within_now_;  // [L]: the same for the current call (work buffer)
 };
 
 }  // namespace
