@@ -866,6 +866,9 @@ def metrics_csv(study_dir):
             for encoding in encodings_of(summary):
                 add(corpus, encoding, "length", "context_matched_growth",
                     context_matched(by_position, summary, encoding, corpus, top, train_len))
+                add(corpus, encoding, "length", "growth_2x", growth(summary, encoding, corpus, 2.0))
+                add(corpus, encoding, "length", f"growth_{top:g}x",
+                    growth(summary, encoding, corpus, top))
     else:
         raise SystemExit(f"claims.py: no paper metrics are defined for {name}")
     return pd.DataFrame(rows).to_csv(index=False, float_format="%.6g")
