@@ -279,7 +279,7 @@ def lm_extrapolation(study_dir, record=None):
             v)
         row("ALiBi trained at L matches sinusoidal trained at 2L, both read at 2L (the headline)",
             "perplexity at 2L of the two models", "not measured: no sinusoidal model trained at "
-            f"{2 * train_len} (experiments/press_headline.toml, not run)", "", "not measured")
+            f"{2 * train_len} (experiments/settle/press_headline.toml, not run)", "", "not measured")
         for encoding in ("none", "learned", "transformer_xl"):
             m = growth(summary, encoding, corpus, top)
             extra = ""
