@@ -220,7 +220,7 @@ def lm_extrapolation(study_dir, record=None):
     top = summary[summary["kind"] == "length"]["factor"].max()
     train_len = int(summary[(summary["kind"] == "length") & (summary["factor"] == 1)]
                     ["seq_len"].iloc[0])
-    chunks = f"non-overlapping chunks, every token scored"
+    chunks = "non-overlapping chunks, every token scored"
     lines = []
     for corpus in list(dict.fromkeys(summary["variant"])):
         runs = summary[(summary["variant"] == corpus)].drop_duplicates("run")
@@ -257,7 +257,8 @@ def lm_extrapolation(study_dir, record=None):
         m_chunks = growth(summary, "alibi", corpus, top)
         m = context_matched(by_position, summary, "alibi", corpus, top, train_len)
         row("ALiBi: no worse on longer inputs (flat)",
-            f"perplexity on {chunks} falls with longer inputs, which Appendix B puts down to the "
+            f"perplexity on non-overlapping chunks falls with longer inputs, which Appendix B puts "
+            f"down to the "
             f"early-token curse (fewer tokens with little context); flatness is checked by "
             f"position or sliding window. Verdict: tokens at positions >= L of the {top:g}x "
             f"chunks minus the last eighth of the 1x chunks (context {7 * train_len // 8}-"
