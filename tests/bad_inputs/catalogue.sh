@@ -135,6 +135,11 @@ expect_error size_eval_override "needs about" "$POSLAB" eval --run finished --se
 expect_error nonfinite_lr "train.lr must be a finite number, got inf" "$POSLAB" "${T[@]}" --set train.lr=inf --out out
 expect_error nonfinite_init_std "model.init_std must be a finite number" "$POSLAB" "${T[@]}" --set model.init_std=nan --out out
 expect_error learned_max_len "encoding.max_len (4) must be at least train.seq_len (8)" "$POSLAB" "${T[@]}" --set encoding.type=learned --set encoding.max_len=4 --out out
+expect_error rope_factor_zero "encoding.factor must be a finite number > 0, got 0" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=linear --set encoding.factor=0 --out out
+expect_error rope_factor_nan "encoding.factor must be a finite number, got nan" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=nan --out out
+expect_error rope_original_len_zero "encoding.original_len must be set (>= 1" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=0 --out out
+expect_error rope_original_len_too_large "encoding.original_len must be in [0, 16777216]" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=99999999 --out out
+expect_error rope_factor_without_scaling "has no effect with encoding.scaling = none" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.factor=4 --out out
 expect_error randomized_max_position "train.max_position (4) must be at least" "$POSLAB" "${T[@]}" --set train.randomized_positions=true --set train.max_position=4 --out out
 expect_error escaped_nul_out_dir 'it may not hold control characters' "$POSLAB" "${T[@]}" --set 'out_dir="out\u0000x"'
 expect_error length_factor_overflow "more positions than an int holds" "$POSLAB" "${T[@]}" --set 'eval.length_factors=[1e300]' --out out
