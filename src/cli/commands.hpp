@@ -89,4 +89,14 @@ int run_python_script(const std::string& script_name, const std::vector<std::str
 // notebooks/report.py; out_dir "" = STUDY_DIR/report.
 int run_report(const std::string& study_dir, const std::string& out_dir, std::ostream& out);
 
+// `poslab explore` (explore.cpp): the attention explorer of one or more trained runs.
+struct ExploreOptions {
+  std::vector<std::string> runs;          // finished language-model runs
+  std::string out_dir;                    // "" = explorer/
+  std::string text_file;                  // a text of the user's, besides the test split's
+  int texts = 4;                          // windows of the first run's test split
+  std::vector<int> factors = {1, 2, 4, 8};  // input lengths, x train.seq_len
+};
+int run_explore(const ExploreOptions& options, std::ostream& out);
+
 }  // namespace poslab

@@ -11,6 +11,7 @@
 //   poslab plot results/state_reuse
 //   poslab attention --run runs/quickstart --input "hello world" --mem-text "once upon a time"
 //   poslab report results/xl_terms
+//   poslab explore runs/sinusoidal runs/alibi --out runs/explorer
 //
 // Exit codes: 0 success, 1 an error while running (a bad config, a missing file: one line
 // "poslab: error: ..." on stderr), 2 a usage error (an unknown option, a missing argument).
@@ -374,6 +375,41 @@ int run(int argc, char** argv) {
       "Example:\n"
       "  poslab attention --run runs/quickstart --input \"hello world\" --mem-text \"once upon a time\"");
 
+  ExploreOptions explore_options;
+  CLI::App* explore = app.add_subcommand(
+      "explore", "Write the attention explorer of trained runs: a web page that opens from disk.");
+  explore->add_option("RUN", explore_options.runs, "Run directories of language models (two: side by side)")
+      ->required()
+      ->expected(-1);
+  explore->add_option("--out", explore_options.out_dir, "Where to write the page (default: explorer/)")
+      ->type_name("DIR");
+  explore->add_option("--text", explore_options.text_file,
+                      "A text of yours to show as well (bytes; lengths it is too short for are skipped)")
+      ->type_name("FILE");
+  explore->add_option("--texts", explore_options.texts,
+                      "Windows of the first run's test split to show (default 4)")
+      ->check(CLI::Range(0, 16));
+  explore->add_option("--factors", explore_options.factors,
+                      "Input lengths, as multiples of the training length (default 1,2,4,8)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
+  explore->footer(
+      "For each run, text and length factor f, runs the memory.mem_len bytes before the input\n"
+      "(filling the memory, where the run has one) and then f x train.seq_len bytes through the\n"
+      "model, and stores what the page shows (the page computes nothing):\n"
+      "  - the attention map of every layer and head (pooled to at most 128 x 128 blocks of\n"
+      "    tokens at long lengths: the mass a block of queries gives a block of keys);\n"
+      "  - the loss of every token, coloured on the text and as a curve over the position;\n"
+      "  - per run, the positional part of the score against distance, per head: biases (T5,\n"
+      "    ALiBi, KERPLE, FIRE), Shaw's q.a^K, Transformer-XL's (b)+(d), DeBERTa's c2p, RoPE's\n"
+      "    q.k response; none for sinusoidal, learned and none (positions are in the embeddings).\n"
+      "Two runs are shown side by side with one set of controls (layer, head, text, length).\n"
+      "Writes DIR/index.html, DIR/data/ and DIR/lib/ (Vega-Lite, vendored); the old DIR is\n"
+      "replaced only at the end. What to look for, per encoding: docs/10-explorer.md.\n"
+      "Example:\n"
+      "  poslab explore runs/sinusoidal runs/alibi --out runs/explorer\n"
+      "  xdg-open runs/explorer/index.html");
+
   std::string report_dir, report_out;
   CLI::App* report = app.add_subcommand(
       "report", "Write a study's results as a web site that opens from disk (no server).");
@@ -409,12 +445,12 @@ int run(int argc, char** argv) {
     std::string message = e.what();
     // CLI11 calls a misspelled command a missing one; name it instead.
     const std::vector<std::string> commands = {"train", "eval", "bench", "encodings", "tasks",
-                                               "run", "plot", "attention", "report"};
+                                               "run", "plot", "attention", "report", "explore"};
     if (argc > 1 && argv[1][0] != '-' &&
         std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
       message = std::string("unknown command '") + argv[1] +
-                "'; the commands are train, eval, bench, encodings, tasks, run, plot, attention "
-                "and report";
+                "'; the commands are train, eval, bench, encodings, tasks, run, plot, attention, "
+                "report and explore";
     std::cerr << "poslab: usage error: " << message
               << "\nRun `poslab --help` or `poslab COMMAND --help` for usage.\n";
     return 2;
@@ -426,6 +462,7 @@ int run(int argc, char** argv) {
     if (*run_command) return run_study(run_options, std::cout);
     if (*plot) return run_python_script("poslab_plots.py", plot_dirs);
     if (*report) return run_report(report_dir, report_out, std::cout);
+    if (*explore) return run_explore(explore_options, std::cout);
     if (*attention) {
       attention_options.mem_text_given = attention->count("--mem-text") > 0;
       return run_attention(attention_options, std::cout);
