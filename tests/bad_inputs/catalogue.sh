@@ -112,6 +112,12 @@ awk 'BEGIN { printf "a"; for (i = 0; i < 60000; i++) printf ".a"; print " = 1" }
 { echo '[study]'; echo 'name = "small"'; echo '[base]'; sed 's/^\[/[base./' tiny.toml
   echo '[sweep]'; echo '"train.seed" = [1]'; } >small_study.toml
 "$POSLAB" run small_study.toml --out study >/dev/null 2>&1 || { echo "FAIL: cannot run the fixture study"; exit 1; }
+# A study on a corpus that is not there: [base] names it on a known line, a variant another.
+sed "s|^path = .*|path = \"$SCRATCH/no_such_corpus.txt\"|" small_study.toml >missing_corpus.toml
+missing_line=$(grep -n '^path = ' missing_corpus.toml | cut -d: -f1)
+{ sed '/^\[sweep\]/,$d' small_study.toml; echo '[[variant]]'; echo 'name = "mine"'
+  echo '[[variant]]'; echo 'name = "gone"'
+  echo "set = { \"data.path\" = \"$SCRATCH/gone/corpus.txt\" }"; } >missing_variant.toml
 rm study/summary.csv && mkdir study/summary.csv  # the summary cannot be written
 T=(train --config tiny.toml)
 
@@ -138,6 +144,9 @@ expect_error option_beyond_int32 "encoding.clip_k must be in [-2147483648, 21474
 expect_error study_grid_overflow "the sweep has more than 100000 runs" "$POSLAB" run grid.toml --out grid_out
 expect_error eval_longer_than_split "is too small for one batch" "$POSLAB" "${T[@]}" --set eval.seq_len=1500 --out out
 expect_error config_too_large "a config or study file may have at most 1048576" "$POSLAB" train --config /dev/zero --out out
+expect_error study_missing_corpus "missing_corpus.toml:$missing_line: in [base]: data.path = \"$SCRATCH/no_such_corpus.txt\": does not exist" "$POSLAB" run missing_corpus.toml --out missing_out
+expect_error study_missing_corpus_dry_run "missing_corpus.toml:$missing_line: in [base]: data.path" "$POSLAB" run missing_corpus.toml --out missing_out --dry-run
+expect_error study_missing_corpus_variant "missing_variant.toml:$(grep -n '^set = ' missing_variant.toml | cut -d: -f1): in variant 'gone': data.path" "$POSLAB" run missing_variant.toml --out missing_out
 # --- Rejected good input --------------------------------------------------------------------
 expect_ok    empty_config_is_defaults out_empty/eval.json "$POSLAB" train --config empty.toml --set model.d_model=8 --set model.n_heads=2 --set model.n_layers=1 --set model.d_inner=16 --set train.seq_len=8 --set train.batch_size=2 --set train.steps=1 --set eval.batches=1 --set "data.path=$SCRATCH/corpus.txt" --out out_empty
 rm -rf out_empty

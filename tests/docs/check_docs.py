@@ -28,6 +28,9 @@
    walks through the example encoding with such excerpts, so it cannot drift from the code.
 6. Registry. Every encoding `poslab encodings` lists has its row in the README's table of
    encodings (chapter 7, step 3: what a new encoding needs beyond its file).
+8. Paper metrics. Every committed results/STUDY/paper_metrics.csv (the values of the claims
+   tables' paper metrics that the text quotes with markers) is exactly what
+   `notebooks/claims.py --metrics results/STUDY` prints today.
 7. Help texts. Every `poslab SUBCOMMAND ... --option` example inside any command's --help names
    an existing subcommand and options it has (the help must not drift from the options either).
 Every problem is printed as FILE:LINE: what is wrong; the exit code is 1 if there is any.
@@ -147,6 +150,28 @@ def check_claims(path, text, problems):
                             f"(first difference at block line {first + 1}:\n"
                             f"    written: {written[first] if first < len(written) else '(end)'}\n"
                             f"    printed: {printed[first] if first < len(printed) else '(end)'})")
+
+
+def check_paper_metrics(problems, written_override=None):
+    """Every results/*/paper_metrics.csv equals what claims.py --metrics prints now.
+    written_override: {study: text} to check instead of the committed files (the self-test)."""
+    results = os.path.join(REPO, "results")
+    for study in sorted(os.listdir(results)):
+        path = os.path.join(results, study, "paper_metrics.csv")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            written = f.read()
+        if written_override is not None:
+            written = written_override.get(study, written)
+        done = subprocess.run([PYTHON, os.path.join(REPO, "notebooks", "claims.py"), "--metrics",
+                               os.path.join(results, study)], capture_output=True, text=True)
+        where = os.path.relpath(path, REPO)
+        if done.returncode != 0:
+            problems.append(f"{where}: claims.py --metrics failed: {done.stderr.strip()[-300:]}")
+        elif done.stdout != written:
+            problems.append(f"{where}: is not what `notebooks/claims.py --metrics "
+                            f"results/{study}` prints (regenerate it with that command)")
 
 
 def help_text(poslab, command, cache={}):
@@ -269,6 +294,7 @@ def check(poslab, paths=None):
             check_registry(path, text, poslab, problems)
     if paths is None:
         check_help_examples(all_help_texts(poslab), problems)
+        check_paper_metrics(problems)
     return problems
 
 
@@ -326,6 +352,20 @@ def self_test(poslab):
                         f"planted example, found {clean} and {dirty}")
     if len(found) != 1:
         failures.append(f"encoding without a README row: expected 1 problem, found {found}")
+    # The paper-metrics check: a committed file with one value changed.
+    metrics_path = os.path.join(REPO, "results", "length_generalization", "paper_metrics.csv")
+    if os.path.exists(metrics_path):
+        with open(metrics_path, encoding="utf-8") as f:
+            lines = f.read().splitlines(keepends=True)
+        edited = lines[:1] + [lines[1].replace(",1,", ",0.9,", 1) if ",1," in lines[1]
+                              else lines[1].replace(",", ",9", 1)] + lines[2:]
+        clean, dirty = [], []
+        check_paper_metrics(clean)
+        check_paper_metrics(dirty, {"length_generalization": "".join(edited)})
+        cases["edited paper_metrics.csv"] = None
+        if clean or len(dirty) != 1:
+            failures.append(f"paper metrics: expected 0 problems as committed and 1 with an "
+                            f"edited value, found {clean} and {dirty}")
     for f in failures:
         print("self-test:", f)
     print(f"self-test: {len(cases) - len(failures)} of {len(cases)} planted cases behave")
