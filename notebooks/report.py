@@ -97,7 +97,7 @@ def run_table(study_dir, summary, planned):
     by_run = {run: rows for run, rows in summary.groupby("run", sort=False)} \
         if "run" in summary else {}
     if planned is None:  # called without `poslab report`: the runs summary.csv knows
-        planned = [{"id": run, "dir_name": None, "overrides": [], "status": "done"}
+        planned = [{"id": run, "dir_name": None, "overrides": None, "status": "done"}
                    for run in by_run]
     rows, curves = [], {}
     for plan in planned:
@@ -116,7 +116,7 @@ def run_table(study_dir, summary, planned):
         else:
             source = "run directory" if evaluation else ""
         row = {"id": run_id, "status": status, "source": source,
-               "diff": plan.get("overrides", []), "gate": None, "loss": None,
+               "diff": plan.get("overrides"), "gate": None, "loss": None,
                "train_loss": None, "commit": None, "cpu": None, "threads": None,
                "started": None, "finished": None, "train_seconds": None}
         if in_summary is not None:
@@ -159,6 +159,8 @@ def build(study_dir, out_dir, planned):
 
     claims_text, claims_error = captured(claims.main, ["claims.py", study_dir])
     tables_text, tables_error = captured(study_tables.main, study_dir)
+    if tables_text and "|" not in tables_text:  # not a Markdown table (a plain description)
+        tables_text = "```\n" + tables_text + "\n```"
     protocol, protocol_path = protocol_text(study_dir, name)
     figures, not_interactive = report_figures.standard_figures(study_dir)
     runs, curves = run_table(study_dir, summary, planned)

@@ -114,7 +114,8 @@ def curve_panel(rows, title, x_title, y_title, x_scale, series_names, references
                       "y2": {"field": "high"}, "color": colour,
                       "opacity": {"condition": {"param": "pick", "empty": True, "value": 0.15},
                                   "value": 0.02}}},
-        {"mark": {"type": "line", "point": {"size": 28}, "strokeWidth": 1.6},
+        {"mark": {"type": "line", "strokeWidth": 1.6,  # small points where there are many
+                  "point": {"size": 28 if len({r["x"] for r in rows}) <= 40 else 4}},
          "transform": [set_filter(rows)],
          "params": [{"name": "pick", "select": {"type": "point", "fields": ["series"]},
                      "bind": "legend"},
@@ -358,15 +359,20 @@ def standard_figures(study_dir):
         else:
             figures.append(pilot_budget_figure(summary))
         return [f for f in figures if f], missing
-    language_model = "exact_match" not in summary or summary["exact_match"].isna().all()
-    if "length" in kinds and language_model:
-        figures.append(length_figure(summary, "loss", "loss_vs_length"))
-    elif "length" in kinds:
+    # As poslab_plots.standard_figures: language-model runs (loss against the input length) and
+    # task runs (accuracy, loss, exact match) apart; randomized positions only beside the plain
+    # study, a figure this page does not have yet.
+    language_model = poslab_plots.language_model_rows(summary)
+    lm_runs, task_runs = summary[language_model], summary[~language_model]
+    randomized = "length_sampled" in kinds and "variant" in summary
+    if (lm_runs["kind"] == "length").any():
+        figures.append(length_figure(lm_runs, "loss", "loss_vs_length"))
+    if (task_runs["kind"] == "length").any() and not randomized:
         for metric in ("accuracy", "loss", "exact_match"):
-            if metric in summary:
-                figures.append(length_figure(summary, metric,
+            if metric in task_runs:
+                figures.append(length_figure(task_runs, metric,
                                              f"length_generalization_{metric}"))
-    if "length_sampled" in kinds:
+    if randomized:
         missing.append("randomized_vs_plain_exact_match (PNG only, in figures/)")
     if "variant" in summary and "encoding.clip_k" in summary:
         figures.append(shaw_clip_figure(summary))
@@ -380,7 +386,8 @@ def standard_figures(study_dir):
                                              f"loss_vs_memory_{task}"))
         if positions is not None:
             figures.append(position_figure(positions, "memory", "loss_by_position"))
-    if "length" in kinds and positions is not None and (positions["kind"] == "length").any() \
-            and language_model:
-        figures.append(position_figure(positions, "length", "loss_by_position_length"))
+    if (lm_runs["kind"] == "length").any() and positions is not None:
+        lm_positions = positions[positions["run"].isin(set(lm_runs["run"]))]
+        if (lm_positions["kind"] == "length").any():
+            figures.append(position_figure(lm_positions, "length", "loss_by_position_length"))
     return [f for f in figures if f and f["panels"]], missing

@@ -64,7 +64,7 @@
     { key: "curve", title: "curve" },
     { key: "id", title: "run" },
     { key: "status", title: "status" },
-    { key: "diff", title: "difference from the base", text: (r) => r.diff.join(", ") || "(base)" },
+    { key: "diff", title: "difference from the base", text: (r) => (r.diff === null ? "" : r.diff.join(", ") || "(base)") },
     { key: "gate", title: "gate", text: (r) => (r.gate === null ? "" : r.gate ? "pass" : "fail") },
     { key: "loss", title: "loss (main evaluation)", num: 4 },
     { key: "train_loss", title: "final train loss", num: 4 },

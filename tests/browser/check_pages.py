@@ -159,6 +159,9 @@ def check_report(driver, index, summary, screenshots, name="report"):
     driver.execute_script("window.scrollTo(0, 0)")
     time.sleep(0.5)
     driver.save_screenshot(os.path.join(screenshots, f"{name}.png"))
+    driver.execute_script("document.getElementById('figures').scrollIntoView()")
+    time.sleep(0.3)
+    driver.save_screenshot(os.path.join(screenshots, f"{name}_figures.png"))
     errors = console_errors(driver)
     check(not errors, f"{name}: no console errors {errors[:3]}")
 
