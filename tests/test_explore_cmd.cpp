@@ -36,7 +36,7 @@ fs::path train_tiny_run(const fs::path& dir) {
   std::ofstream config(dir / "tiny.toml");
   config << "[model]\nd_model = 16\nn_layers = " << kLayers << "\nn_heads = " << kHeads
          << "\nd_inner = 32\n[encoding]\ntype = \"alibi\"\n"
-         << "[data]\npath = " << shell_quote((dir / "corpus.txt").string()) << "\n"
+         << "[data]\npath = \"" << (dir / "corpus.txt").string() << "\"\n"
          << "[train]\nseq_len = " << kSeqLen << "\nbatch_size = 2\nsteps = 2\nwarmup_steps = 1\n"
          << "log_every = 1\nthreads = 1\n[eval]\nbatches = 1\n";
   config.close();

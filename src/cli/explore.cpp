@@ -165,7 +165,8 @@ std::vector<Text> choose_texts(const Config& cfg, int count, std::size_t length,
 //     (b) + (d) = (q + v) . W_kR R_{i-j}; DeBERTa's c2p): the encoding's scores_forward with the
 //     keys set to 0, which removes every term that reads a key (XL's (c) u.k, DeBERTa's p2c) and
 //     keeps the terms of positions alone or of the query. The query is the last query of the
-//     first text at 1x (queries() of that layer); a bias does not depend on it.
+//     first text at the first length factor (queries() of that layer); a bias does not depend
+//     on it.
 //   - RoPE (hook (b)): the q.k response, scale * R(D) q . R(D - d) k with q = k = (1, ..., 1):
 //     RoFormer's long-term decay, the same for every head.
 //   - absolute encodings (hook (a): sinusoidal, learned) and none: nothing to show; the
@@ -183,8 +184,9 @@ json positional_terms(LoadedRun& run, int max_distance) {
   if (enc.has_score_terms()) {
     kind = "score terms";
     note = "the encoding's score terms with every key set to 0: biases exactly; terms of the "
-           "query (Shaw's q.a^K, Transformer-XL's (b)+(d), DeBERTa's c2p) for the last query of "
-           "the first text at 1x; terms that read the key (XL's (c), DeBERTa's p2c) left out";
+           "query (Shaw's q.a^K, Transformer-XL's (b)+(d), DeBERTa's c2p) for the last query "
+           "of the first text at the first length (1x by default); terms that read the key "
+           "(XL's (c), DeBERTa's p2c) left out";
   } else if (enc.has_qk_transform()) {
     kind = "q.k response";
     note = "RoPE's q.k response with q = k = (1, ..., 1) at every position (RoFormer's "
