@@ -6,6 +6,7 @@
 //   poslab eval --run runs/shaw --seq-len 256
 //   poslab bench --steps 20 --set model.d_model=256
 //   poslab encodings
+//   poslab encodings --describe rope --set encoding.scaling=yarn --set encoding.factor=4 ...
 //   poslab tasks
 //   poslab run experiments/state_reuse.toml --jobs 2
 //   poslab plot results/state_reuse
@@ -37,6 +38,7 @@
 
 #include "cli/commands.hpp"
 #include "config/load.hpp"
+#include "config/toml_text.hpp"
 #include "encodings/registry.hpp"
 #include "nn/inference_scratch.hpp"
 #include "tasks/task.hpp"
@@ -134,7 +136,12 @@ struct Arguments {
   int scaling_tokens = 1024;         // bench --scaling: batch x segment
   bool force = false;                // train: move an existing run aside
   bool resume = false;               // train: finish (or skip) the same experiment
+  std::string init_from;             // train: a finished run to start from (train.init_from)
+  bool init_optimizer = false;       // train: with its Adam moments (train.init_optimizer)
   std::string token_losses_file;     // eval: per-token losses (.npy)
+  std::string describe;              // encodings --describe: the encoding
+  long describe_length = 0;          // encodings --length: keys of the call (0: the config's)
+  bool describe_csv = false;         // encodings --csv
 };
 
 void add_overrides(CLI::App* command, Arguments& args) {
@@ -207,6 +214,15 @@ int run(int argc, char** argv) {
                   "bit-identical to an uninterrupted run), or train it again from step 0 if it "
                   "has none. Another config is refused")
       ->excludes(force);
+  train->add_option("--init-from", args.init_from,
+                    "Fine-tune: start from the parameters of this finished run instead of a "
+                    "random initialisation (sets train.init_from). The config may change "
+                    "anything but a parameter's shape: segment, batch, steps, lr and schedule, "
+                    "data, the encoding's non-parameter options (rope's scaling)")
+      ->type_name("RUN_DIR");
+  train->add_flag("--init-optimizer", args.init_optimizer,
+                  "With --init-from: also start from its Adam moments, their bias correction "
+                  "continuing from its step count (sets train.init_optimizer; default: fresh)");
   train->footer(
       "Writes into the run directory (out_dir): config.toml (the fully resolved config),\n"
       "metrics.csv (one row per logged step), checkpoint/ (parameters as .npy files) and\n"
@@ -220,9 +236,17 @@ int run(int argc, char** argv) {
       "saved to resume/ every train.save_state_every steps (default 1000) and when SIGTERM or\n"
       "SIGINT arrives (the step in progress finishes first; exit code 128 + signal). --resume\n"
       "continues from it to the same result as an uninterrupted run (same thread count).\n"
+      "Fine-tuning (--init-from RUN, docs/06): RUN must be finished (eval.json); a parameter\n"
+      "whose shape or name would differ (d_model, vocab_size, learned's max_len, ...) is\n"
+      "refused before anything is written, naming it and both shapes. The run records its\n"
+      "parent in init_from.json and eval.json (path, SHA-256 of its config.toml and\n"
+      "checkpoint); --resume continues a fine-tuned run from its own saved state.\n"
       "Example:\n"
       "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
-      "encoding.clip_k=8 --out runs/shaw-k8");
+      "encoding.clip_k=8 --out runs/shaw-k8\n"
+      "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
+      "encoding.clip_k=8 --init-from runs/shaw-k8 --set train.seq_len=128 --set "
+      "train.steps=200 --out runs/shaw-k8-128");
 
   CLI::App* eval = app.add_subcommand(
       "eval", "Evaluate the checkpoint of a finished run, possibly at another length or memory.");
@@ -271,8 +295,9 @@ int run(int argc, char** argv) {
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 20));
   bench->add_option("--scaling", args.scaling_segments,
-                    "Every encoding (and its naive path) at each segment length S, with batch x S "
-                    "= --tokens and memory S: tokens/s, FLOPs per token, GFLOP/s, ratio to 'none'")
+                    "Every encoding (and its naive path; and rope with yarn and dynamic_ntk scaling) "
+                    "at each segment length S, with batch x S = --tokens and memory S: tokens/s, "
+                    "FLOPs per token, GFLOP/s, ratio to 'none'")
       ->type_name("S,S,...")
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 16));
@@ -317,12 +342,33 @@ int run(int argc, char** argv) {
 
   CLI::App* encodings = app.add_subcommand(
       "encodings", "List the positional encodings and their options.");
+  CLI::Option* describe =
+      encodings
+          ->add_option("--describe", args.describe,
+                       "Print the per-pair frequency table of an encoding's configuration "
+                       "instead (rope: inverse frequency, wavelength, rotations over "
+                       "original_len, interpolation weight, attention factor)")
+          ->type_name("NAME");
+  encodings
+      ->add_option("--length", args.describe_length,
+                   "--describe: the number of keys K a call covers (dynamic_ntk's length; "
+                   "default train.seq_len + memory.mem_len)")
+      ->type_name("N")
+      ->check(CLI::Range(1L, long(1) << 40))
+      ->needs(describe);
+  encodings->add_flag("--csv", args.describe_csv, "--describe: print CSV (exact numbers)")
+      ->needs(describe);
+  add_overrides(encodings, args);
   encodings->footer(
       "Prints each registered encoding: its name (the value of encoding.type), its family\n"
       "(none, absolute, relative or relative_normalized, FIRE's: relative up to a threshold),\n"
       "the paper, and every option with its type, default and range. Writes nothing.\n"
+      "--describe rope prints, per rotation pair, what the config's RoPE (and its scaling) does\n"
+      "(docs/05-beyond.md); --set sets its options and the model's size (d_h = d_model / n_heads).\n"
       "Example:\n"
-      "  poslab encodings");
+      "  poslab encodings\n"
+      "  poslab encodings --describe rope --set model.d_model=64 --set model.n_heads=4 \\\n"
+      "      --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=64");
 
   CLI::App* tasks = app.add_subcommand(
       "tasks", "List the tasks (the corpus and the generated tasks) and their options.");
@@ -457,7 +503,25 @@ int run(int argc, char** argv) {
   }
 
   try {
-    if (*encodings) return list_encodings(std::cout);
+    if (*encodings) {
+      if (args.describe.empty()) {
+        if (!args.overrides.empty())
+          throw std::invalid_argument("encodings: --set needs --describe NAME");
+        return list_encodings(std::cout);
+      }
+      if (!find_encoding(args.describe))
+        throw std::invalid_argument("encodings --describe: unknown encoding '" + args.describe +
+                                    "'");
+      // The described encoding first, so that --set can give its options.
+      std::vector<std::string> overrides = {"encoding.type=" + args.describe};
+      overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+      const Config cfg = config_from_string("", "(defaults)", registered_choices(), overrides);
+      if (cfg.encoding.type != args.describe)
+        throw std::invalid_argument("encodings --describe " + args.describe +
+                                    ": --set encoding.type names another encoding ('" +
+                                    cfg.encoding.type + "')");
+      return describe_encoding(cfg, args.describe_length, args.describe_csv, std::cout);
+    }
     if (*tasks) return list_tasks(std::cout);
     if (*run_command) return run_study(run_options, std::cout);
     if (*plot) return run_python_script("poslab_plots.py", plot_dirs);
@@ -469,6 +533,13 @@ int run(int argc, char** argv) {
     }
     if (*train) {
       die_with_runner();
+      // --init-from and --init-optimizer are config keys given on the command line: the loader
+      // checks them with the rest, and config.toml records them.
+      if (train->count("--init-from")) {
+        check_path_argument("--init-from", args.init_from);
+        args.overrides.push_back("train.init_from=" + toml_string(args.init_from));
+      }
+      if (args.init_optimizer) args.overrides.push_back("train.init_optimizer=true");
       Config cfg = load_config(args.config_path, registered_choices(), args.overrides);
       if (train->count("--out")) {
         check_path_argument("--out", args.out_dir);

@@ -111,6 +111,8 @@ awk 'BEGIN { printf "a"; for (i = 0; i < 60000; i++) printf ".a"; print " = 1" }
   done; } >grid.toml
 { echo '[study]'; echo 'name = "small"'; echo '[base]'; sed 's/^\[/[base./' tiny.toml
   echo '[sweep]'; echo '"train.seed" = [1]'; } >small_study.toml
+{ cat small_study.toml; printf '[[variant]]\nname = "a"\nfrom = "b"\n[[variant]]\nname = "b"\nfrom = "a"\n'; } >cycle_study.toml
+{ cat small_study.toml; printf '[[variant]]\nname = "base"\n[[variant]]\nname = "ft"\nfrom = "bsae"\n'; } >unknown_parent_study.toml
 "$POSLAB" run small_study.toml --out study >/dev/null 2>&1 || { echo "FAIL: cannot run the fixture study"; exit 1; }
 # A study on a corpus that is not there: [base] names it on a known line, a variant another.
 sed "s|^path = .*|path = \"$SCRATCH/no_such_corpus.txt\"|" small_study.toml >missing_corpus.toml
@@ -135,6 +137,11 @@ expect_error size_eval_override "needs about" "$POSLAB" eval --run finished --se
 expect_error nonfinite_lr "train.lr must be a finite number, got inf" "$POSLAB" "${T[@]}" --set train.lr=inf --out out
 expect_error nonfinite_init_std "model.init_std must be a finite number" "$POSLAB" "${T[@]}" --set model.init_std=nan --out out
 expect_error learned_max_len "encoding.max_len (4) must be at least train.seq_len (8)" "$POSLAB" "${T[@]}" --set encoding.type=learned --set encoding.max_len=4 --out out
+expect_error rope_factor_zero "encoding.factor must be a finite number > 0, got 0" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=linear --set encoding.factor=0 --out out
+expect_error rope_factor_nan "encoding.factor must be a finite number, got nan" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=nan --out out
+expect_error rope_original_len_zero "encoding.original_len must be set (>= 1" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=0 --out out
+expect_error rope_original_len_too_large "encoding.original_len must be in [0, 16777216]" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=99999999 --out out
+expect_error rope_factor_without_scaling "has no effect with encoding.scaling = none" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.factor=4 --out out
 expect_error randomized_max_position "train.max_position (4) must be at least" "$POSLAB" "${T[@]}" --set train.randomized_positions=true --set train.max_position=4 --out out
 expect_error escaped_nul_out_dir 'it may not hold control characters' "$POSLAB" "${T[@]}" --set 'out_dir="out\u0000x"'
 expect_error length_factor_overflow "more positions than an int holds" "$POSLAB" "${T[@]}" --set 'eval.length_factors=[1e300]' --out out
@@ -154,6 +161,14 @@ rm -rf out_empty
 expect_error checkpoint_forged_header "parameter 'output.b': the file has shape [536870912], the manifest [256]" "$POSLAB" eval --run forged
 expect_error checkpoint_nan "parameter 'output.b' holds a non-finite value (nan" "$POSLAB" eval --run nan
 expect_error eval_impossible_setting "needs about" "$POSLAB" eval --run finished --seq-len 2000000
+# --- Fine-tuning and studies in stages (issue 25) --------------------------------------------
+expect_error finetune_shape "parameter 'embedding' has shape [256, 8] in the parent but [256, 16] in this run" "$POSLAB" "${T[@]}" --init-from finished --set model.d_model=16 --out out
+expect_error finetune_new_parameter "has no parameter 'learned.U' (this run has it, [1024, 8])" "$POSLAB" "${T[@]}" --init-from finished --set encoding.type=learned --out out
+expect_error finetune_unfinished_parent "train.init_from = killed: not a finished run (no eval.json)" "$POSLAB" "${T[@]}" --init-from killed --out out
+expect_error finetune_missing_parent "train.init_from = nowhere: no such run directory" "$POSLAB" "${T[@]}" --init-from nowhere --out out
+expect_error finetune_corrupt_parent "parameter 'output.b' holds a non-finite value" "$POSLAB" "${T[@]}" --init-from nan --out out
+expect_error study_stage_cycle "cycle_study.toml:21: variants start from each other in a cycle: a from b from a" "$POSLAB" run cycle_study.toml --out cycle_out
+expect_error study_unknown_parent "unknown_parent_study.toml:23: variant 'ft' has from = \"bsae\", which is not a variant of this study (did you mean 'base'?)" "$POSLAB" run unknown_parent_study.toml --out unknown_out
 # --- Faults and lost data -------------------------------------------------------------------
 expect_error rerun_killed_run "killed already holds an unfinished run" "$POSLAB" "${T[@]}" --out killed
 expect_error other_config_over_finished "finished already holds a finished run" "$POSLAB" "${T[@]}" --set train.seed=7 --out finished

@@ -33,6 +33,10 @@
    `notebooks/claims.py --metrics results/STUDY` prints today.
 7. Help texts. Every `poslab SUBCOMMAND ... --option` example inside any command's --help names
    an existing subcommand and options it has (the help must not drift from the options either).
+8. Outputs. A code block right after
+       <!-- output: build/poslab encodings --describe rope --set encoding.scaling=yarn ... -->
+   must be exactly what that command prints today (stdout), so a table quoted from poslab
+   cannot drift from the code that prints it.
 Every problem is printed as FILE:LINE: what is wrong; the exit code is 1 if there is any.
 """
 import os
@@ -50,6 +54,7 @@ RESULTS = re.compile(r"<!-- results -->(.*?)<!-- /results -->", re.S)
 DECIMAL = re.compile(r"(?<![\w.\-/])[-+]?\d+\.\d+(?!\w|\.\d)")
 COMMAND = re.compile(r"build/poslab ([a-z]+)((?:[^\n`]|\\\n)*)")
 NEW_FILE = "<!-- a file you write -->"
+OUTPUT = re.compile(r"<!-- output: build/poslab ([^>]+?) -->\n```(\w*)\n(.*?)```", re.S)
 EXCERPT = re.compile(r"<!-- excerpt: ([^>]+?) -->\n```(\w*)\n(.*?)```", re.S)
 ENCODING_LINE = re.compile(r"^([a-z0-9_]+)  \(", re.M)  # `poslab encodings`: "NAME  (family)"
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
@@ -242,6 +247,26 @@ def check_excerpts(path, text, problems):
                             f"{' or '.join(sources)}: {line}")
 
 
+def check_outputs(path, text, poslab, problems):
+    import shlex
+    for m in OUTPUT.finditer(text):
+        where = f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}"
+        done = subprocess.run([poslab] + shlex.split(m.group(1)), capture_output=True, text=True)
+        if done.returncode != 0:
+            problems.append(f"{where}: 'poslab {m.group(1)}' failed: {done.stderr.strip()}")
+            continue
+        quoted, printed = m.group(3).splitlines(), done.stdout.splitlines()
+        for number, (a, b) in enumerate(zip(quoted, printed), start=1):
+            if a != b:
+                problems.append(f"{where}: line {number} of the quoted output differs from what "
+                                f"'poslab {m.group(1)}' prints: {a!r} vs {b!r}")
+                break
+        else:
+            if len(quoted) != len(printed):
+                problems.append(f"{where}: the quoted output has {len(quoted)} lines, "
+                                f"'poslab {m.group(1)}' prints {len(printed)}")
+
+
 def check_registry(readme, text, poslab, problems):
     done = subprocess.run([poslab, "encodings"], capture_output=True, text=True)
     for name in ENCODING_LINE.findall(done.stdout):
@@ -289,6 +314,7 @@ def check(poslab, paths=None):
         check_commands(path, text, poslab, problems)
         check_paths(path, text, problems)
         check_excerpts(path, text, problems)
+        check_outputs(path, text, poslab, problems)
         if paths is None and os.path.basename(path) == "README.md" and \
                 os.path.dirname(path) == REPO:
             check_registry(path, text, poslab, problems)
@@ -323,6 +349,11 @@ def self_test(poslab):
         "drifted excerpt": ("<!-- excerpt: src/nn/linear.hpp -->\n```diff\n"
                             "+  if (b != nullptr) return;\n```\n", 1),
     }
+    describe = "encodings --describe rope --set model.d_model=8 --set model.n_heads=2"
+    printed = subprocess.run([poslab] + describe.split(), capture_output=True, text=True).stdout
+    cases["true output"] = (f"<!-- output: build/poslab {describe} -->\n```text\n{printed}```\n", 0)
+    cases["drifted output"] = (f"<!-- output: build/poslab {describe} -->\n```text\n"
+                               f"{printed.replace('0.01', '0.02')}```\n", 1)
     failures = []
     with tempfile.TemporaryDirectory(dir=os.path.join(REPO, "docs")) as scratch:
         for name, (text, expected) in cases.items():
