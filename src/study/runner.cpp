@@ -62,10 +62,6 @@ std::string read_text_file(const fs::path& file) {
 // 1. The plan: where each run goes and how far it got
 // ---------------------------------------------------------------------------------------------
 
-// Each run's Config writes into its own directory of the results.
-void place_runs(std::vector<PlannedRun>& runs, const StudyLayout& layout) {
-  for (PlannedRun& run : runs) run.config.out_dir = layout.run_dir(run).string();
-}
 
 // The executable the children run: --poslab, or this very binary.
 std::string child_executable(const RunStudyOptions& options) {
@@ -101,6 +97,7 @@ void print_status(const Study& study, const std::vector<PlannedRun>& runs,
     std::string label = to_string(status[i]);
     out << "  " << label << std::string(11 - label.size(), ' ') << runs[i].id
         << std::string(width - runs[i].id.size() + 2, ' ') << "runs/" << runs[i].dir_name << "\n";
+    if (!runs[i].parent_id.empty()) out << "             from " << runs[i].parent_id << "\n";
     if (status[i] == RunStatus::stale) out << "             " << why[i] << "\n";
     if (status[i] == RunStatus::running)
       if (const std::optional<ClaimInfo> claim = read_claim(layout.run_dir(runs[i])))
@@ -144,16 +141,49 @@ SlurmOptions slurm_options(const Study& study, const RunStudyOptions& options) {
   return o;
 }
 
+// The stage of each run to export: 0 if it starts from scratch or from a run that is done;
+// else one more than its parent's, which must be exported with it. Runs are ordered by stage
+// (parents before children).
+std::vector<int> export_stages(const std::vector<PlannedRun>& runs,
+                               const std::vector<RunStatus>& status,
+                               std::vector<std::size_t>& pending) {
+  std::vector<int> stage_of(runs.size(), -1);
+  for (std::size_t i : pending) stage_of[i] = 0;
+  const std::vector<int> exported = stage_of;  // >= 0: exported
+  // Depth by walking up to the first parent that is done (stages are at most as many as runs).
+  for (std::size_t i : pending) {
+    int depth = 0;
+    for (std::size_t at = i; runs[at].parent != PlannedRun::kNoParent; at = runs[at].parent) {
+      const std::size_t parent = runs[at].parent;
+      if (status[parent] == RunStatus::done) break;
+      if (exported[parent] < 0)
+        throw std::runtime_error(
+            "run '" + runs[at].id + "' starts from '" + runs[parent].id + "', which is " +
+            to_string(status[parent]) + " and not exported with it (--only): export both, or "
+            "finish the parent first");
+      ++depth;
+    }
+    stage_of[i] = depth;
+  }
+  std::stable_sort(pending.begin(), pending.end(),
+                   [&](std::size_t a, std::size_t b) { return stage_of[a] < stage_of[b]; });
+  std::vector<int> stages;
+  for (std::size_t i : pending) stages.push_back(stage_of[i]);
+  return stages;
+}
+
 int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
-                const std::vector<RunStatus>& status, const StudyLayout& layout,
-                const RunStudyOptions& options, std::ostream& out) {
+                const std::vector<RunStatus>& status, const std::vector<std::size_t>& chosen,
+                const StudyLayout& layout, const RunStudyOptions& options, std::ostream& out) {
   std::vector<std::size_t> pending;
-  for (std::size_t i = 0; i < runs.size(); ++i)
+  for (std::size_t i : chosen)
     if (status[i] != RunStatus::done) pending.push_back(i);
   if (pending.empty()) {
     std::cerr << "poslab run: every run of '" << study.name << "' is done; nothing to export\n";
     return 0;
   }
+  // Before anything is written: a child whose parent is neither done nor exported is refused.
+  const std::vector<int> stages = export_stages(runs, status, pending);
   if (options.export_format == "slurm") check_slurm_results_path(layout.root);
   fs::create_directories(layout.root / "runs");  // where the commands write their logs
   const std::string poslab = exported_executable(options);
@@ -170,6 +200,7 @@ int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
       write_file_atomically(config, config_to_toml(runs[i].config));
       submission.commands.push_back(export_command(runs[i], layout, poslab, config));
     }
+    submission.stages = stages;
     submission.options = slurm_options(study, options);
     if (submission.options.max_array_size > 0) {
       submission.tasks_per_array = submission.options.max_array_size;
@@ -251,9 +282,14 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
                                        const StudyLayout& layout) {
   std::vector<std::string> commits;  // the distinct builds behind the finished runs
   const bool has_variants = !study.variants.empty();
+  // A study with stages (a variant with `from`) says which run each one started from.
+  const bool has_stages = std::any_of(runs.begin(), runs.end(), [](const PlannedRun& r) {
+    return r.parent != PlannedRun::kNoParent;
+  });
   std::vector<Cell> header = {"study", "run"};
   for (const SweepAxis& axis : study.axes) header.push_back(axis.key);
   if (has_variants) header.push_back("variant");
+  if (has_stages) header.push_back("parent");
   std::vector<Cell> positions_header = header;
   positions_header.erase(positions_header.begin());  // no study column: one study per file
   for (const char* c : {"kind", "factor", "seq_len", "mem_len"}) {
@@ -278,6 +314,7 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
     std::vector<Cell> who = {Cell(study.name), Cell(run.id)};
     for (const SweepAxis& axis : study.axes) who.push_back(Cell(run.sweep_values.at(axis.key)));
     if (has_variants) who.push_back(Cell(run.variant));
+    if (has_stages) who.push_back(Cell(run.parent_id));
 
     for (const nlohmann::json& e : evaluations_of(eval)) {
       std::vector<Cell> setting;
@@ -330,6 +367,14 @@ std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayou
 void write_config_file(const PlannedRun& run, const StudyLayout& layout) {
   fs::create_directories(layout.config_file(run).parent_path());
   write_file_atomically(layout.config_file(run), config_to_toml(run.config));
+}
+
+void place_runs(std::vector<PlannedRun>& runs, const StudyLayout& layout) {
+  for (PlannedRun& run : runs) {
+    run.config.out_dir = layout.run_dir(run).string();
+    if (run.parent != PlannedRun::kNoParent)
+      run.config.train.init_from = layout.run_dir(runs[run.parent]).string();
+  }
 }
 
 std::string to_string(RunStatus status) {
@@ -477,10 +522,7 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
                              "\ndelete those directories to run them again, or use --out DIR");
 
   if (!options.export_format.empty()) {
-    std::vector<PlannedRun> exported;
-    std::vector<RunStatus> exported_status;
-    for (std::size_t i : chosen) exported.push_back(runs[i]), exported_status.push_back(status[i]);
-    return export_runs(study, exported, exported_status, layout, options, out);
+    return export_runs(study, runs, status, chosen, layout, options, out);
   }
 
   const std::string executable = child_executable(options);
@@ -599,10 +641,18 @@ CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
   [[variant]]                     # optional: named override sets crossed with the grid
   name = "no_a"
   set = { "encoding.term_a" = false }
+  [[variant]]                     # a second stage: each run fine-tunes no_a's run at the same
+  name = "no_a_long"              # grid point (train.init_from); inherits no_a's set, then
+  from = "no_a"                   # applies its own
+  set = { "train.seq_len" = 128, "train.steps" = 200 }
   [smoke]                         # overrides applied by --smoke: a tiny version in seconds
   "train.steps" = 5
-Every run's config is checked before anything runs; a mistake names the file, line and key.
+Every run's config is checked before anything runs; a mistake names the file, line and key
+(a `from` naming no variant, or variants that start from each other in a cycle, too).
 A run is named by its settings (encoding.type=shaw,train.seed=2, or no_a,train.seed=1).
+Stages: a child starts only after its parent finished (whatever --jobs); a child whose parent
+failed is reported as not run (exit code 1). --export slurm submits each stage with
+--dependency=afterok on the stage before (submit.sh).
 
 Writes into the results directory (results/NAME, results/NAME-smoke with --smoke):
   configs/<run>.toml, runs/<run>/ (by `poslab train`; eval.json last), runs/<run>.log,

@@ -30,6 +30,8 @@
 //   /proc/self/exe: the very binary that is running, even if it is rebuilt meanwhile.
 // - A failed run (non-zero exit) is reported with its log and the study goes on; the exit code
 //   is 1 at the end if any run failed.
+// - Stages (a variant with `from`, study.hpp): a run starts only once its parent is done; a run
+//   whose parent failed or cannot run is reported as not run (exit code 1), never started.
 // - Ctrl-C (SIGINT) or SIGTERM is forwarded to the running children, which finish their step,
 //   save their training state and stop; the next `poslab run` continues them. Exit code 130
 //   (143 for SIGTERM).
@@ -125,6 +127,10 @@ std::string export_command(const PlannedRun& run, const StudyLayout& layout,
 // study left train.threads at 0, "all cores", too many beside other runs).
 std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
                                          const std::string& executable, int threads);
+
+// Gives every run its directory in the layout (config.out_dir) and every later-stage run its
+// parent's directory (config.train.init_from).
+void place_runs(std::vector<PlannedRun>& runs, const StudyLayout& layout);
 
 // Writes the run's resolved config to layout.config_file(run) (atomically).
 void write_config_file(const PlannedRun& run, const StudyLayout& layout);
