@@ -198,7 +198,8 @@ int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
       const fs::path config = submission.directory / "configs" / (runs[i].dir_name + ".toml");
       fs::create_directories(config.parent_path());
       write_file_atomically(config, config_to_toml(runs[i].config));
-      submission.commands.push_back(export_command(runs[i], layout, poslab, config));
+      submission.commands.push_back(
+          export_command(runs[i], layout, poslab, config, options.threads));
     }
     submission.stages = stages;
     submission.options = slurm_options(study, options);
@@ -217,7 +218,7 @@ int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
   std::vector<std::string> lines;
   for (std::size_t i : pending) {
     write_config_file(runs[i], layout);  // the commands refer to them
-    lines.push_back(export_command(runs[i], layout, poslab));
+    lines.push_back(export_command(runs[i], layout, poslab, {}, options.threads));
   }
   const std::size_t count = lines.size();
   std::string commands;
@@ -356,10 +357,11 @@ std::string last_line_of(const fs::path& file) {
 
 // `POSLAB train --config FILE [--set train.threads=T]`.
 std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
-                                         const std::string& executable, int threads) {
+                                         const std::string& executable, int threads, bool given) {
   std::vector<std::string> args = {executable, "train", "--config",
                                    layout.config_file(run).string()};
-  if (threads > 0 && run.config.train.threads == 0)  // 0 = all cores: too many beside other runs
+  // 0 = all cores: too many beside other runs. --threads (given) wins over the study.
+  if (threads > 0 && (given || run.config.train.threads == 0))
     args.insert(args.end(), {"--set", "train.threads=" + std::to_string(threads)});
   return args;
 }
@@ -422,8 +424,8 @@ std::string shell_quote(const std::string& word) {
 }
 
 std::string export_command(const PlannedRun& run, const StudyLayout& layout,
-                           const std::string& poslab, const fs::path& config_file) {
-  std::vector<std::string> args = train_arguments(run, layout, poslab, 0);
+                           const std::string& poslab, const fs::path& config_file, int threads) {
+  std::vector<std::string> args = train_arguments(run, layout, poslab, threads, threads > 0);
   if (!config_file.empty()) args[3] = config_file.string();  // {poslab, train, --config, FILE}
   std::string train;
   for (const std::string& arg : args) train += (train.empty() ? "" : " ") + shell_quote(arg);
@@ -450,6 +452,7 @@ bool selected(const PlannedRun& run, const std::vector<std::string>& only) {
 
 int run_study(const RunStudyOptions& options, std::ostream& out) {
   if (options.jobs < 1) throw std::runtime_error("--jobs must be at least 1");
+  if (options.threads < 0) throw std::runtime_error("--threads must be at least 1");
   // These paths reach commands.txt and the Slurm scripts: a line break there would start a
   // command.
   check_path_argument("poslab run STUDY", options.study_path);
@@ -545,16 +548,19 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
     else if (status[i] == RunStatus::running) ++running_elsewhere;
     else todo.push_back(i);
   }
+  const SchedulerJob job{study,   runs,         layout, executable, exported_executable(options),
+                         options.jobs, options.threads};
+  const int threads = threads_per_run(job);
   out << "study '" << study.name << "': " << chosen.size() << " runs"
       << (chosen.size() < runs.size() ? " (--only; of " + std::to_string(runs.size()) + ")" : "")
       << ", " << done << " already done, " << todo.size() << " to run, "
-      << options.jobs << " at a time; results in " << layout.root.string() << std::endl;
+      << options.jobs << " at a time, " << threads << (threads == 1 ? " thread" : " threads")
+      << " each (" << (options.threads > 0 ? "--threads" : "cores / jobs")
+      << "); results in " << layout.root.string() << std::endl;
   const std::string elsewhere =
       std::to_string(running_elsewhere) + " run(s) are being trained by another process (their "
       "directory is locked): left alone; run the study again once they finish";
   if (running_elsewhere) out << elsewhere << std::endl;
-  const SchedulerJob job{study, runs, layout, executable, exported_executable(options),
-                         options.jobs};
   const int code = run_scheduled(job, todo, done, chosen.size() - running_elsewhere, out);
   if (running_elsewhere) out << "note: " << elsewhere << std::endl;
   return code;
@@ -573,6 +579,13 @@ CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
   run->add_option("--jobs,-j", options.jobs,
                   "Runs at the same time (default 1); each gets max(1, cores / jobs) threads")
       ->type_name("N")
+      ->check(CLI::Range(1, 1024));
+  run->add_option("--threads", options.threads,
+                  "Threads of each run (default max(1, cores / jobs)), over the study's "
+                  "train.threads; also in exported commands. Not part of a run's identity: "
+                  "the same config gives the same bits at any thread count, so finished runs "
+                  "stay done")
+      ->type_name("T")
       ->check(CLI::Range(1, 1024));
   CLI::Option* dry_run = run->add_flag(
       "--dry-run", options.dry_run,

@@ -77,6 +77,7 @@ struct StudyLayout {
 struct RunStudyOptions {
   std::string study_path;
   int jobs = 1;
+  int threads = 0;            // threads of each run (--threads); 0 = max(1, cores / jobs)
   bool dry_run = false;
   bool smoke = false;
   std::string out;            // results directory; "" = results/NAME (results/NAME-smoke)
@@ -119,14 +120,19 @@ RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::stri
 // `poslab train --config FILE --resume`, appending to the run's .log: a finished run is left as
 // it is, a run another process trains is refused, an unfinished one is trained from step 0.
 // `config_file`: the run's config, if not layout.config_file(run) (a pinned Slurm submission).
+// `threads` > 0 (--threads): the command sets train.threads to it.
 std::string export_command(const PlannedRun& run, const StudyLayout& layout,
                            const std::string& poslab,
-                           const std::filesystem::path& config_file = {});
+                           const std::filesystem::path& config_file = {}, int threads = 0);
 
-// `POSLAB train --config FILE [--set train.threads=T]` for `run` (T only if threads > 0 and the
-// study left train.threads at 0, "all cores", too many beside other runs).
+// `POSLAB train --config FILE [--set train.threads=T]` for `run`: T only if threads > 0 and
+// either the study left train.threads at 0 ("all cores", too many beside other runs) or
+// `given` (the user's --threads, which wins over the study). The thread count is no part of a
+// run's identity: the same config gives the same bits with any count (docs/06, "Threads and
+// reproducibility"), so a run made with other threads is still done, never stale.
 std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
-                                         const std::string& executable, int threads);
+                                         const std::string& executable, int threads,
+                                         bool given = false);
 
 // Gives every run its directory in the layout (config.out_dir) and every later-stage run its
 // parent's directory (config.train.init_from).

@@ -78,13 +78,6 @@ void append_line(const fs::path& file, const std::string& line) {
   if (!out) throw std::runtime_error("cannot append to " + file.string());
 }
 
-// The cores this process may run on (taskset and cgroup cpusets included).
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 
 // Signals, turned into bytes on a pipe (the self-pipe trick): the scheduler sleeps in poll() on
@@ -189,7 +182,7 @@ class Scheduler {
   Scheduler(const SchedulerJob& job, std::ostream& out)
       : study_(job.study), runs_(job.runs), layout_(job.layout), executable_(job.executable),
         shown_as_(job.shown_as), jobs_(job.jobs),
-        threads_(std::max(1, available_cores() / job.jobs)), out_(out) {}
+        threads_(threads_per_run(job)), threads_given_(job.threads > 0), out_(out) {}
 
   // Runs the runs at `todo` (indices into runs); returns the exit code.
   int run(const std::vector<std::size_t>& todo) {
@@ -297,7 +290,8 @@ class Scheduler {
       if (!continued) fs::remove_all(dir);
       fs::create_directories(dir.parent_path());
       write_config_file(run, layout_);
-      std::vector<std::string> args = train_arguments(run, layout_, shown_as_, threads_);
+      std::vector<std::string> args =
+          train_arguments(run, layout_, shown_as_, threads_, threads_given_);
       args.push_back("--resume");
       std::string command;
       for (const std::string& a : args) {
@@ -421,6 +415,7 @@ class Scheduler {
   const StudyLayout& layout_;
   std::string executable_, shown_as_;
   int jobs_, threads_;
+  bool threads_given_;  // --threads: wins over the study's train.threads
   std::ostream& out_;
   Clock::time_point start_;
   std::vector<Child> running_;
@@ -432,6 +427,17 @@ class Scheduler {
 };
 
 }  // namespace
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int threads_per_run(const SchedulerJob& job) {
+  return job.threads > 0 ? job.threads : std::max(1, available_cores() / job.jobs);
+}
 
 int run_scheduled(const SchedulerJob& job, const std::vector<std::size_t>& todo,
                   std::size_t done_before, std::size_t total, std::ostream& out) {
