@@ -652,14 +652,22 @@ STUDY
   mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-3.txt")
   ((${#jobs[@]} == 2)) || { echo "FAIL: expected 2 jobs (one per stage), got ${#jobs[@]}"; return 1; }
 
-  # While stage 1 runs, stage 2 is held by its dependency on stage 1's array.
+  # While stage 1 runs, stage 2 is held by its dependency on stage 1's array. (Right after
+  # submission its reason is still "None": the controller sets "Dependency" at its next
+  # scheduling pass, so the reason is polled while stage 1 is in the queue.)
   dependency=$(scontrol -o show job "${jobs[1]}" | grep -o 'Dependency=[^ ]*' | head -n 1)
-  reason=$(squeue -h -r -j "${jobs[1]}" -o %r | head -n 1)
-  echo "stage 2 (job ${jobs[1]}): $dependency, reason $reason"
   [[ "$dependency" == *"afterok:${jobs[0]}"* ]] ||
-    { echo "FAIL: stage 2 does not depend on stage 1 (job ${jobs[0]}) with afterok"; return 1; }
+    { echo "FAIL: stage 2 does not depend on stage 1 (job ${jobs[0]}) with afterok ($dependency)"; return 1; }
+  local start=$SECONDS
+  reason=$(squeue -h -r -j "${jobs[1]}" -o %r | head -n 1)
+  while [[ "$reason" != Dependency && -n "$(squeue -h -r -j "${jobs[0]}" -o %i)" ]] &&
+    ((SECONDS - start < 30)); do
+    sleep 0.5
+    reason=$(squeue -h -r -j "${jobs[1]}" -o %r | head -n 1)
+  done
+  echo "stage 2 (job ${jobs[1]}): $dependency, reason $reason while stage 1 (job ${jobs[0]}) runs"
   [[ "$reason" == Dependency ]] ||
-    { echo "FAIL: stage 2 is not held by its dependency while stage 1 runs (reason: $reason)"; return 1; }
+    { echo "FAIL: stage 2 was not held by its dependency while stage 1 ran (reason: $reason)"; return 1; }
 
   for job in "${jobs[@]}"; do
     wait_for_job "$job" || { echo "FAIL: job $job did not finish in ${JOB_TIMEOUT}s"; return 1; }
