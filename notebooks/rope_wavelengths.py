@@ -1,7 +1,7 @@
 """The figure of docs/10-extending-context.md: each RoPE pair's wavelength against the trained
 length, for no scaling, linear (PI), NTK-aware, YaRN and dynamic NTK at a few lengths.
 
-    /usr/bin/python3 notebooks/rope_wavelengths.py build/poslab docs/figures
+    /usr/bin/python3 notebooks/rope_wavelengths.py docs/figures build/poslab
     /usr/bin/python3 notebooks/rope_wavelengths.py --check build/poslab     (CTest: docs_wavelength_figure)
 
 Every curve is one `poslab encodings --describe rope --csv` command (printed as it runs), at the
@@ -88,7 +88,7 @@ def check(poslab):
         if f.read() != today:
             problems.append(f"{os.path.relpath(committed_path, REPO)} is not what the describe "
                             f"commands print today: redraw with /usr/bin/python3 "
-                            f"notebooks/rope_wavelengths.py build/poslab docs/figures")
+                            f"notebooks/rope_wavelengths.py docs/figures build/poslab")
     for p in problems:
         print(p)
     print(f"rope_wavelengths: {len(problems)} problem(s)")
@@ -101,7 +101,7 @@ def main(argv):
     if len(argv) != 3 or argv[1].startswith("-"):
         print(__doc__)
         return 0 if argv[1:2] in (["-h"], ["--help"]) else 2
-    for path in draw(os.path.abspath(argv[1]), argv[2]):
+    for path in draw(os.path.abspath(argv[2]), argv[1]):
         print(path)
     return 0
 
