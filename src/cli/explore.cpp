@@ -29,6 +29,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -103,11 +105,13 @@ std::string base64(const std::vector<std::uint8_t>& bytes) {
   return out;
 }
 
-// x to 4 significant digits, as a float (which the JSON writer prints in its shortest form).
-float rounded(double x) {
-  if (x == 0 || !std::isfinite(x)) return float(x);
-  const double unit = std::pow(10.0, std::floor(std::log10(std::fabs(x))) - 3);
-  return float(std::round(x / unit) * unit);
+// x to 4 significant digits: the double nearest to that decimal, which the JSON writer prints
+// as the short decimal ("2.828", not the float's 2.828000068664551).
+double rounded(double x) {
+  if (!std::isfinite(x)) return x;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", x);
+  return std::strtod(text, nullptr);
 }
 
 std::vector<std::string> labels(const std::int32_t* tokens, int n) {
@@ -189,8 +193,9 @@ json positional_terms(LoadedRun& run, int max_distance) {
            "(XL's (c), DeBERTa's p2c) left out";
   } else if (enc.has_qk_transform()) {
     kind = "q.k response";
-    note = "RoPE's q.k response with q = k = (1, ..., 1) at every position (RoFormer's "
-           "long-term decay): the same for every head";
+    note = "the q.k response of '" + run.cfg.encoding.type +
+           "' (a rotation of q and k, as RoPE) with q = k = (1, ..., 1) at every position "
+           "(RoFormer's long-term decay): the same for every head";
   } else {
     return {{"kind", "none"},
             {"note", "'" + run.cfg.encoding.type +
