@@ -538,7 +538,7 @@ def scaling(bench_dir, out_dir=None):
 
 def rope_wavelengths(panels_tables, original_len, factor, out_dir, name="rope_wavelengths"):
     """Each rotation pair's wavelength against the trained length, one curve per RoPE scaling
-    (docs/10-extending-context.md). panels_tables: [(panel title, [(label, frame)])], each frame
+    (docs/11-extending-context.md). panels_tables: [(panel title, [(label, frame)])], each frame
     what `poslab encodings --describe rope --csv` prints (columns pair, wavelength, ...), all for
     one head size; original_len L and factor s as in those commands. Draws
     lambda'_i = 2 pi / theta'_i (log scale) against the pair index i, with the trained length L

@@ -1,4 +1,4 @@
-"""The figure of docs/10-extending-context.md: each RoPE pair's wavelength against the trained
+"""The figure of docs/11-extending-context.md: each RoPE pair's wavelength against the trained
 length, for no scaling, linear (PI), NTK-aware, YaRN and dynamic NTK at a few lengths.
 
     /usr/bin/python3 notebooks/rope_wavelengths.py docs/figures build/poslab

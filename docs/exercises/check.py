@@ -180,8 +180,8 @@ def exercise_6(a, parts):
     parts.lines.append(f"  note  you predicted '{prediction}', the measurement says '{measured}'")
 
 
-# --- 7. YaRN's ramp by hand (chapter 10) ---------------------------------------------------------
-# The running example of chapter 10: a head of d = 16 rotated dimensions (d_model 64, 4 heads),
+# --- 7. YaRN's ramp by hand (chapter 11) ---------------------------------------------------------
+# The running example of chapter 11: a head of d = 16 rotated dimensions (d_model 64, 4 heads),
 # trained at L = 64, extended s = 4 times, base 10000.
 D, L, S, BASE = 16, 64, 4, 10000.0
 
@@ -236,7 +236,7 @@ def exercise_7(a, parts):
                 "a = 0.1 ln s + 1 (natural logarithm)")
 
 
-# --- 8. Which pairs do PI and NTK change? (chapter 10) ------------------------------------------
+# --- 8. Which pairs do PI and NTK change? (chapter 11) ------------------------------------------
 def ntk_base(d=D, s=S, base=BASE):
     """NTK-aware: b -> b s^(d / (d - 2))."""
     return base * s ** (d / (d - 2))

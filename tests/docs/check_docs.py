@@ -20,7 +20,7 @@
    the column after a '|':
        10.19<!--= build/poslab encodings --describe rope --csv --set encoding.scaling=yarn ...
                   | pair=0 rotations_L -->
-   the number must equal that cell of what the command prints today (chapter 10 quotes the
+   the number must equal that cell of what the command prints today (chapter 11 quotes the
    describe table this way).
 3. Commands. Every `build/poslab SUBCOMMAND ...` line in a code block or inline code names an
    existing subcommand, and every --option it uses is in that subcommand's --help.
@@ -395,7 +395,7 @@ def self_test(poslab):
     cases["true output"] = (f"<!-- output: build/poslab {describe} -->\n```text\n{printed}```\n", 0)
     cases["drifted output"] = (f"<!-- output: build/poslab {describe} -->\n```text\n"
                                f"{printed.replace('0.01', '0.02')}```\n", 1)
-    # A number quoted from a command's CSV (the describe table of chapter 10): yarn's pair 1.
+    # A number quoted from a command's CSV (the describe table of chapter 11): yarn's pair 1.
     table = ("build/poslab encodings --describe rope --csv --set model.d_model=64 "
              "--set model.n_heads=4 --set encoding.scaling=yarn --set encoding.factor=4 "
              "--set encoding.original_len=64")
