@@ -216,7 +216,8 @@ json positional_terms(LoadedRun& run, int max_distance) {
       for (int h = 0; h < H; ++h)
         for (int j = 0; j < K; ++j) {
           double dot = 0;
-          for (int c = h * dh; c < (h + 1) * dh; ++c) dot += double(q[c]) * k[std::size_t(j) * d + c];
+          for (int c = h * dh; c < (h + 1) * dh; ++c)
+            dot += double(q[c]) * k[std::size_t(j) * d + c];
           scores[std::size_t(h) * K + j] = float(scale * dot);
         }
     }
@@ -315,7 +316,8 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
     need = std::max(need, std::size_t(r.cfg.memory.mem_len + max_factor * r.cfg.train.seq_len + 1));
   const std::vector<Text> texts = choose_texts(runs[0].cfg, options.texts, need, options.text_file);
 
-  const fs::path out_dir = options.out_dir.empty() ? fs::path("explorer") : fs::path(options.out_dir);
+  const fs::path out_dir =
+      options.out_dir.empty() ? fs::path("explorer") : fs::path(options.out_dir);
   const fs::path parent = fs::absolute(out_dir).parent_path();
   fs::create_directories(parent);
   const fs::path staging = parent / (".explore-" + std::to_string(::getpid()));
@@ -367,7 +369,8 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
 
     const fs::path web = fs::path(POSLAB_SOURCE_DIR) / "web";
     fs::copy(web / "vendor", staging / "lib", fs::copy_options::recursive);
-    for (const char* asset : {"poslab.css", "explore.js"}) fs::copy_file(web / asset, staging / "lib" / asset);
+    for (const char* asset : {"poslab.css", "explore.js"})
+      fs::copy_file(web / asset, staging / "lib" / asset);
     fs::copy_file(web / "explore.html", staging / "index.html");
 
     if (fs::exists(out_dir)) {
