@@ -2,7 +2,8 @@
 # The report and the attention explorer in a real browser: Debian's chromium, headless, driven by
 # selenium (python3-selenium) through chromium-driver; scripts/setup.sh installs all three.
 # Builds from build/poslab (scripts/setup.sh builds it):
-#   1. a smoke study (xl_terms --smoke, seconds) and its report;
+#   1. a smoke study (xl_terms --smoke, seconds) and its report, and the same study with only
+#      three of its runs done;
 #   2. two tiny language models (sinusoidal, ALiBi; 2 steps) and their explorer;
 #   3. a study and a run named <script>alert(1)</script> and "><img src=x onerror=alert(2)>,
 #      and their report and explorer;
@@ -20,6 +21,10 @@ start=$(date +%s)
 # 1. The smoke study and its report.
 "$poslab" run experiments/xl_terms.toml --smoke --jobs 2 --out "$work/xl_terms-smoke" >"$work/study.log" 2>&1
 "$poslab" report "$work/xl_terms-smoke" --out "$work/report"
+# ... and a study of which only some runs have run: the others are pending.
+"$poslab" run experiments/xl_terms.toml --smoke --only 'all_terms*' --out "$work/partial-smoke" \
+  >"$work/partial.log" 2>&1
+"$poslab" report "$work/partial-smoke" --out "$work/partial-report"
 
 # 2. Two tiny language models, and the explorer with both side by side.
 tiny=(--set model.d_model=16 --set model.n_layers=2 --set model.n_heads=2 --set model.d_inner=32
@@ -53,6 +58,8 @@ built=$(date +%s)
 
 /usr/bin/python3 tests/browser/check_pages.py \
   --report "$work/report/index.html" --summary "$work/xl_terms-smoke/summary.csv" \
+  --partial-report "$work/partial-report/index.html" \
+  --partial-summary "$work/partial-smoke/summary.csv" \
   --explorer "$work/explorer/index.html" \
   --hostile-report "$work/hostile-report/index.html" \
   --hostile-explorer "$work/hostile-explorer/index.html" \

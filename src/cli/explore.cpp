@@ -29,6 +29,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
@@ -103,11 +105,13 @@ std::string base64(const std::vector<std::uint8_t>& bytes) {
   return out;
 }
 
-// x to 4 significant digits, as a float (which the JSON writer prints in its shortest form).
-float rounded(double x) {
-  if (x == 0 || !std::isfinite(x)) return float(x);
-  const double unit = std::pow(10.0, std::floor(std::log10(std::fabs(x))) - 3);
-  return float(std::round(x / unit) * unit);
+// x to 4 significant digits: the double nearest to that decimal, which the JSON writer prints
+// as the short decimal ("2.828", not the float's 2.828000068664551).
+double rounded(double x) {
+  if (!std::isfinite(x)) return x;
+  char text[32];
+  std::snprintf(text, sizeof text, "%.4g", x);
+  return std::strtod(text, nullptr);
 }
 
 std::vector<std::string> labels(const std::int32_t* tokens, int n) {
@@ -189,8 +193,9 @@ json positional_terms(LoadedRun& run, int max_distance) {
            "(XL's (c), DeBERTa's p2c) left out";
   } else if (enc.has_qk_transform()) {
     kind = "q.k response";
-    note = "RoPE's q.k response with q = k = (1, ..., 1) at every position (RoFormer's "
-           "long-term decay): the same for every head";
+    note = "the q.k response of '" + run.cfg.encoding.type +
+           "' (a rotation of q and k, as RoPE) with q = k = (1, ..., 1) at every position "
+           "(RoFormer's long-term decay): the same for every head";
   } else {
     return {{"kind", "none"},
             {"note", "'" + run.cfg.encoding.type +
@@ -211,7 +216,8 @@ json positional_terms(LoadedRun& run, int max_distance) {
       for (int h = 0; h < H; ++h)
         for (int j = 0; j < K; ++j) {
           double dot = 0;
-          for (int c = h * dh; c < (h + 1) * dh; ++c) dot += double(q[c]) * k[std::size_t(j) * d + c];
+          for (int c = h * dh; c < (h + 1) * dh; ++c)
+            dot += double(q[c]) * k[std::size_t(j) * d + c];
           scores[std::size_t(h) * K + j] = float(scale * dot);
         }
     }
@@ -310,7 +316,8 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
     need = std::max(need, std::size_t(r.cfg.memory.mem_len + max_factor * r.cfg.train.seq_len + 1));
   const std::vector<Text> texts = choose_texts(runs[0].cfg, options.texts, need, options.text_file);
 
-  const fs::path out_dir = options.out_dir.empty() ? fs::path("explorer") : fs::path(options.out_dir);
+  const fs::path out_dir =
+      options.out_dir.empty() ? fs::path("explorer") : fs::path(options.out_dir);
   const fs::path parent = fs::absolute(out_dir).parent_path();
   fs::create_directories(parent);
   const fs::path staging = parent / (".explore-" + std::to_string(::getpid()));
@@ -362,7 +369,8 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
 
     const fs::path web = fs::path(POSLAB_SOURCE_DIR) / "web";
     fs::copy(web / "vendor", staging / "lib", fs::copy_options::recursive);
-    for (const char* asset : {"poslab.css", "explore.js"}) fs::copy_file(web / asset, staging / "lib" / asset);
+    for (const char* asset : {"poslab.css", "explore.js"})
+      fs::copy_file(web / asset, staging / "lib" / asset);
     fs::copy_file(web / "explore.html", staging / "index.html");
 
     if (fs::exists(out_dir)) {

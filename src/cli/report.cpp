@@ -32,7 +32,8 @@ namespace fs = std::filesystem;
 namespace {
 
 bool ends_with(const std::string& text, const std::string& tail) {
-  return text.size() >= tail.size() && text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+  return text.size() >= tail.size() &&
+         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
 }
 
 // The planned runs of the study in `root` and their status, or null (with a note on `out`) if

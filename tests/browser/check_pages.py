@@ -9,7 +9,8 @@ Checks, per page (each failure is printed; exit code 1 if any):
   - no message of level SEVERE in the browser console (script errors, blocked loads);
   - every chart rendered: each Vega view's SVG (or canvas) has marks in it;
   - report: each run's loss in the run table equals its main row of summary.csv (and its text
-    is that number rounded); sorting by loss orders the rows; the filter hides rows;
+    is that number rounded); sorting by loss orders the rows; the filter hides rows; for a
+    partly run study (--partial-report), its runs show as done or pending as they are;
   - explorer: a click on another head changes the attention map, the length slider changes it,
     and both runs' maps follow the one shared control;
   - escaping (hostile pages, made with a study and run named <script>alert(1)</script> and
@@ -113,7 +114,24 @@ def summary_losses(path):
     return losses
 
 
-def check_report(driver, index, summary, screenshots, name="report"):
+def check_statuses(driver, losses, name):
+    """A partly run study: the runs of summary.csv show as done, every other planned run as
+    pending, and the status filter keeps exactly the pending ones."""
+    statuses = driver.execute_script("""return [...document.querySelectorAll('#run-table tbody tr')]
+        .map(tr => [tr.dataset.run, tr.querySelector('td.status-done, td.status-pending, '
+        + 'td.status-running, td.status-incomplete, td.status-stale').textContent]);""")
+    wrong = [(run, status) for run, status in statuses
+             if status != ("done" if run in losses else "pending")]
+    check(not wrong and len(statuses) > len(losses),
+          f"{name}: {len(losses)} runs done, {len(statuses) - len(losses)} pending ({wrong[:3]})")
+    driver.execute_script("const s = document.getElementById('status-filter'); s.value = 'pending';"
+                          "s.dispatchEvent(new Event('change'))")
+    shown = driver.execute_script("return document.querySelectorAll('#run-table tbody tr').length")
+    check(shown == len(statuses) - len(losses), f"{name}: the status filter shows the {shown} "
+                                                f"pending runs")
+
+
+def check_report(driver, index, summary, screenshots, name="report", partial=False):
     open_page(driver, index)
     wait_for(driver, "return document.querySelectorAll('#run-table tbody tr').length > 0",
              f"{name}: run table")
@@ -139,6 +157,12 @@ def check_report(driver, index, summary, screenshots, name="report"):
                                f"summary.csv {want!r}") and 1
     check(matched == len(losses) and matched > 0,
           f"{name}: every run of summary.csv is in the table ({matched} of {len(losses)})")
+    if partial:
+        check_statuses(driver, losses, name)
+        driver.save_screenshot(os.path.join(screenshots, f"{name}.png"))
+        errors = console_errors(driver)
+        check(not errors, f"{name}: no console errors {errors[:3]}")
+        return
     # Sorting by loss orders the rows; the filter hides the others.
     header = driver.find_element(By.CSS_SELECTOR, "#run-table th[data-key=loss]")
     driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", header)
@@ -225,6 +249,8 @@ def main(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--report")
     parser.add_argument("--summary")
+    parser.add_argument("--partial-report", help="a report of a partly run study")
+    parser.add_argument("--partial-summary")
     parser.add_argument("--explorer")
     parser.add_argument("--hostile-report")
     parser.add_argument("--hostile-explorer")
@@ -236,6 +262,9 @@ def main(argv):
         try:
             if args.report:
                 check_report(driver, args.report, args.summary, args.screenshots)
+            if args.partial_report:
+                check_report(driver, args.partial_report, args.partial_summary,
+                             args.screenshots, "partial_report", partial=True)
             if args.explorer:
                 check_explorer(driver, args.explorer, args.screenshots)
             if args.hostile_report:
