@@ -5,6 +5,10 @@
 # apt-get (which needs the network) only runs if something is not installed. As root it installs
 # the missing packages itself (this is what CI does on a fresh Debian 12); otherwise it prints
 # the exact command to run with sudo and stops. Runs from any directory.
+#
+#   bash scripts/setup.sh            everything (poslab, the tests): what CI runs
+#   bash scripts/setup.sh poslab     only the named CMake targets (scripts/quickstart.sh)
+# BUILD_JOBS: parallel compile jobs (default: every processor, nproc).
 set -euo pipefail
 
 # Work from the repository root, wherever the script is called from.
@@ -53,4 +57,6 @@ fi
 
 # -march=native: the build the committed studies were made with (CMakeLists.txt, POSLAB_NATIVE).
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DPOSLAB_NATIVE=ON
-cmake --build build -j"$(nproc)"
+targets=()
+for target in "$@"; do targets+=(--target "$target"); done
+cmake --build build -j"${BUILD_JOBS:-$(nproc)}" "${targets[@]}"
