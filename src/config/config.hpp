@@ -47,7 +47,9 @@ struct DataConfig {
   std::vector<std::string> include = {};
   std::vector<std::string> exclude = {};
   double valid_fraction = 0.1;  // share of the corpus bytes in the validation split
-  double test_fraction = 0.0;   // share in the test split (held out; nothing reads it yet)
+  double test_fraction = 0.0;   // share in the test split: held out from training and from
+                                // the validation evaluations; the final evaluation plan reads
+                                // it with eval.split = "test" (0 = no test split)
   // "position": the documents back to back, cut by position: [train | valid | test], test last
   //             (with test_fraction 0, exactly the split of earlier poslab versions).
   // "file":     whole documents go to test, valid or train, in the order of a hash of their
