@@ -521,6 +521,70 @@ def scaling(bench_dir, out_dir=None):
     return save(fig, out_dir, "scaling")
 
 
+PASSKEY_METRICS = {
+    "exact_match": "passkey exact match (teacher-forced, all 5 digits)",
+    "passkey_greedy_exact_match": "passkey exact match (greedy decoding)",
+    "accuracy": "passkey digit accuracy (teacher-forced)",
+}
+
+
+def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact_match"):
+    """Passkey retrieval (kind "passkey" rows): a heatmap of `metric` over evaluation length
+    (x, as a factor of the training length) and depth of the key line (y, 0 = at the start of
+    the filler), one panel per condition (encoding, variant, ...: whatever varies besides the
+    seed), the mean over the seeds that pass the gate written in every cell."""
+    rows = summary[summary["kind"] == "passkey"].dropna(subset=[metric])
+    if rows.empty or "passkey_depth" not in rows:
+        return []
+    conditions = [c for c in poslab_stats.condition_columns(rows)
+                  if c != "study" and rows[c].nunique(dropna=False) > 1]
+    if "encoding.type" in conditions:  # encodings in their fixed order, first
+        conditions.remove("encoding.type")
+        conditions.insert(0, "encoding.type")
+    if conditions:
+        keys = list(dict.fromkeys(rows[conditions].itertuples(index=False, name=None)))
+        if conditions[0] == "encoding.type":
+            order = {e: i for i, e in enumerate(ordered(rows["encoding.type"]))}
+            keys.sort(key=lambda k: order.get(k[0], len(order)))
+    else:
+        keys = [()]
+    factors = sorted(rows["factor"].unique())
+    depths = sorted(rows["passkey_depth"].unique())
+    fig, axes = panels(keys, width=0.62 * len(factors) + 2.0, height=0.42 * len(depths) + 1.6)
+    image = None
+    for ax, key in zip(axes, keys):
+        part = rows
+        for column, value in zip(conditions, key):
+            part = part[part[column] == value]
+        kept = gated(part)  # a cell whose runs all fail the gate stays empty
+        means = kept.groupby(["passkey_depth", "factor"])[metric].mean()
+        grid = [[means.get((d, f), float("nan")) for f in factors] for d in depths]
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for i, row in enumerate(grid):
+            for j, value in enumerate(row):
+                if value == value:
+                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
+                            color="black" if value > 0.6 else "white")
+        ax.set_xticks(range(len(factors)), [f"{f:g}x" for f in factors])
+        ax.set_yticks(range(len(depths)), [f"{d:g}" for d in depths])
+        ax.grid(False)
+        ax.set_xlabel("evaluation length / training length")
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel("depth of the key line")
+        title = [poslab_style.label(str(v)) if c == "encoding.type" else f"{v}"
+                 for c, v in zip(conditions, key)]
+        seeds = kept[poslab_stats.SEED_COLUMN].nunique() if poslab_stats.SEED_COLUMN in kept else 1
+        ax.set_title(", ".join(title) + (f" ({seeds} seeds)" if seeds > 1 else ""), fontsize=8)
+        runs = part.drop_duplicates("run") if "run" in part else part
+        dropped = int((~poslab_stats.gate_passed(runs)).sum())
+        if dropped:
+            ax.set_title(ax.get_title() + f"\ngate dropped {dropped} of {len(runs)} runs",
+                         fontsize=8)
+    fig.subplots_adjust(wspace=0.3, hspace=0.55)
+    fig.colorbar(image, ax=axes, shrink=0.8, label=PASSKEY_METRICS.get(metric, metric))
+    return save(fig, out_dir, name)
+
+
 def standard_figures(study_dir, out_dir=None):
     """Every figure that fits the study's columns; returns the written paths."""
     summary, positions = load(study_dir)
@@ -568,6 +632,11 @@ def standard_figures(study_dir, out_dir=None):
     if "length" in kinds and positions is not None and (positions["kind"] == "length").any() \
             and language_model:
         written += loss_by_position(positions, out_dir, "length", "loss_by_position_length")
+    if "passkey" in kinds:  # passkey retrieval: length x depth, per condition
+        written += passkey_heatmaps(summary, out_dir, "exact_match", "passkey_exact_match")
+        written += passkey_heatmaps(summary, out_dir, "passkey_greedy_exact_match",
+                                    "passkey_greedy_exact_match")
+        written += passkey_heatmaps(summary, out_dir, "accuracy", "passkey_digit_accuracy")
     written.append(poslab_stats.write_summary_ci(study_dir))
     return written
 

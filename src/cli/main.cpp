@@ -260,6 +260,12 @@ int run(int argc, char** argv) {
       "saved to resume/ every train.save_state_every steps (default 1000) and when SIGTERM or\n"
       "SIGINT arrives (the step in progress finishes first; exit code 128 + signal). --resume\n"
       "continues from it to the same result as an uninterrupted run (same thread count).\n"
+      "Passkey retrieval (language models; docs/06): eval.passkey_length_factors = [1, 2, 4]\n"
+      "adds a grid of rows (kind \"passkey\") to eval.json: a 5-digit key at each of\n"
+      "eval.passkey_depths inside filler (eval.passkey_filler = \"corpus\": text of eval.split,\n"
+      "or \"sentence\"), eval.passkey_instances per cell (default 100), scored teacher-forced and\n"
+      "greedy. An instance needs at least 103 bytes. train.passkey_fraction = 0.02 mixes such\n"
+      "instances into that fraction of the training rows (the same rows for every arm).\n"
       "Example:\n"
       "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
       "encoding.clip_k=8 --out runs/shaw-k8");
