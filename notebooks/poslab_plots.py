@@ -45,6 +45,21 @@ def series_column(frame):
     return "encoding.type"
 
 
+def language_model_rows(summary):
+    """True for the rows of language-model runs, False for the rows of task runs.
+
+    Decided from what every run records, never from a metric's value (a language model's
+    exact_match is 0, not missing): a study that sweeps the task has a task.name column; in any
+    other summary, unigram_loss is filled exactly for the runs of task "lm" (`poslab train`
+    computes the corpus' unigram and bigram baselines only for a language model,
+    src/cli/commands.cpp), and empty for every task run."""
+    if "task.name" in summary:
+        return summary["task.name"].astype(str) == "lm"
+    if "unigram_loss" in summary:
+        return summary["unigram_loss"].notna()
+    return pd.Series(False, index=summary.index)
+
+
 def gated(frame):
     """The rows of runs that pass the in-distribution gate (poslab_stats.gate_passed)."""
     return frame[poslab_stats.gate_passed(frame)]
@@ -585,6 +600,16 @@ def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact
     return save(fig, out_dir, name)
 
 
+def passkey_figures(summary, out_dir):
+    """The passkey heatmaps, when the summary has passkey rows (eval.passkey_length_factors)."""
+    if "passkey" not in set(summary["kind"]):
+        return []
+    return (passkey_heatmaps(summary, out_dir, "exact_match", "passkey_exact_match")
+            + passkey_heatmaps(summary, out_dir, "passkey_greedy_exact_match",
+                               "passkey_greedy_exact_match")
+            + passkey_heatmaps(summary, out_dir, "accuracy", "passkey_digit_accuracy"))
+
+
 def standard_figures(study_dir, out_dir=None):
     """Every figure that fits the study's columns; returns the written paths."""
     summary, positions = load(study_dir)
@@ -600,23 +625,30 @@ def standard_figures(study_dir, out_dir=None):
             written += memory_curves(lm, out_dir, "pilot_memory")
         else:
             written += pilot_budget(summary, out_dir, "pilot_budget")
+        written += passkey_figures(summary, out_dir)
         written.append(poslab_stats.write_summary_ci(study_dir))
         return written
-    # A language-model study scores tokens, a task study scores answers (exact match).
-    language_model = "exact_match" not in summary or summary["exact_match"].isna().all()
-    if "length" in kinds and language_model:  # LM extrapolation: loss against input length
-        written += length_generalization(summary, out_dir, "loss", "loss_vs_length")
-    elif "length" in kinds:
-        written += length_generalization(summary, out_dir, "accuracy")
-        written += length_generalization(summary, out_dir, "loss")
-        if "exact_match" in summary:
-            written += length_generalization(summary, out_dir, "exact_match")
-    if "length_sampled" in kinds:  # randomized positions: beside the plain study's runs
+    # A language model scores tokens (its loss against the input length), a task scores answers
+    # (accuracy, loss and exact match against the instance length); a study may hold both.
+    language_model = language_model_rows(summary)
+    lm_runs, task_runs = summary[language_model], summary[~language_model]
+    # Models trained on randomized positions are drawn only beside the plain study's runs
+    # (below): the standard panels would read them with contiguous positions alone.
+    randomized = "length_sampled" in kinds and "variant" in summary
+    if (lm_runs["kind"] == "length").any():  # LM extrapolation: loss against input length
+        written += length_generalization(lm_runs, out_dir, "loss", "loss_vs_length")
+    if (task_runs["kind"] == "length").any() and not randomized:
+        written += length_generalization(task_runs, out_dir, "accuracy")
+        written += length_generalization(task_runs, out_dir, "loss")
+        if "exact_match" in task_runs:
+            written += length_generalization(task_runs, out_dir, "exact_match")
+    if randomized:  # beside the plain study's runs, if it is there
         plain_dir = study_dir.rstrip("/")
         plain_dir = plain_dir[:-len("_randomized")] if plain_dir.endswith("_randomized") else ""
+        plain = summary.iloc[0:0]  # no plain study beside it: the randomized curves alone
         if plain_dir and os.path.exists(os.path.join(plain_dir, "summary.csv")):
             plain, _ = load(plain_dir)
-            written += randomized_vs_plain(plain, summary, out_dir)
+        written += randomized_vs_plain(plain, summary, out_dir)
     if "variant" in summary and "encoding.clip_k" in summary:
         written += shaw_clip(summary, out_dir)
     elif "variant" in summary and summary["variant"].notna().any() and "length" not in kinds:
@@ -629,14 +661,11 @@ def standard_figures(study_dir, out_dir=None):
                                          f"loss_vs_memory_{task}")
         if positions is not None:
             written += loss_by_position(positions, out_dir)
-    if "length" in kinds and positions is not None and (positions["kind"] == "length").any() \
-            and language_model:
-        written += loss_by_position(positions, out_dir, "length", "loss_by_position_length")
-    if "passkey" in kinds:  # passkey retrieval: length x depth, per condition
-        written += passkey_heatmaps(summary, out_dir, "exact_match", "passkey_exact_match")
-        written += passkey_heatmaps(summary, out_dir, "passkey_greedy_exact_match",
-                                    "passkey_greedy_exact_match")
-        written += passkey_heatmaps(summary, out_dir, "accuracy", "passkey_digit_accuracy")
+    if (lm_runs["kind"] == "length").any() and positions is not None:
+        lm_positions = positions[positions["run"].isin(set(lm_runs["run"]))]
+        if (lm_positions["kind"] == "length").any():
+            written += loss_by_position(lm_positions, out_dir, "length", "loss_by_position_length")
+    written += passkey_figures(summary, out_dir)
     written.append(poslab_stats.write_summary_ci(study_dir))
     return written
 

@@ -235,6 +235,76 @@ TEST_CASE("poslab run with a bad study writes nothing and exits 1", "[runner]") 
   }
 }
 
+// Every run's inputs checked, the error of the first bad one (check_run_inputs), or "".
+std::string inputs_error(const std::string& text, const std::vector<std::string>& set = {}) {
+  const poslab::Study study = poslab::parse_study(text, "exp/study.toml");
+  try {
+    for (const poslab::PlannedRun& run : poslab::expand_study(study, false, set))
+      poslab::check_run_inputs(study, run);
+  } catch (const poslab::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE("a corpus that is not there is found when the study is loaded, with key, file and line",
+          "[runner]") {
+  ScratchDirectory scratch;
+  const std::string corpus = write_corpus(scratch.path).string();
+  const std::string missing = (scratch.path / "no_such_corpus").string();
+  const std::string head = "[study]\nname = \"x\"\n";
+  SECTION("set in [base]") {
+    const std::string e = inputs_error(head + "[base.data]\nvalid_fraction = 0.1\npath = \"" +
+                                       missing + "\"\n");
+    CHECK_THAT(e, Contains("exp/study.toml:5: in [base]: data.path = \"" + missing +
+                           "\": does not exist") &&
+                      Contains("run 'base'"));
+  }
+  SECTION("set by a variant: the variant's line, the other runs fine") {
+    const std::string e = inputs_error(head + "[base.data]\npath = \"" + corpus + "\"\n" +
+                                       "[[variant]]\nname = \"mine\"\n[[variant]]\n" +
+                                       "name = \"theirs\"\nset = { \"data.path\" = \"" +
+                                       missing + "\" }\n");
+    CHECK_THAT(e, Contains("exp/study.toml:9: in variant 'theirs': data.path") &&
+                      Contains("does not exist") && Contains("run 'theirs'"));
+  }
+  SECTION("a sweep axis") {
+    const std::string e = inputs_error(head + "[sweep]\n\"data.path\" = [\"" + corpus +
+                                       "\", \"" + missing + "\"]\n");
+    CHECK_THAT(e, Contains("exp/study.toml:4: in [sweep] axis 'data.path'") &&
+                      Contains("does not exist"));
+  }
+  SECTION("poslab run --set") {
+    const std::string e = inputs_error(head, {"data.path=\"" + missing + "\""});
+    CHECK_THAT(e, Contains("in --set data.path=") && Contains("does not exist"));
+  }
+  SECTION("a file where a corpus should be is fine; a path that is neither file nor directory "
+          "is not") {
+    CHECK(inputs_error(head + "[base.data]\npath = \"" + corpus + "\"\n").empty());
+    CHECK(inputs_error(head + "[base.data]\npath = \"" + scratch.path.string() + "\"\n")
+              .empty());
+    CHECK_THAT(inputs_error(head + "[base.data]\npath = \"/dev/null\"\n"),
+               Contains("is neither a file nor a directory"));
+  }
+  SECTION("a generated task reads no corpus") {
+    CHECK(inputs_error(head + "[base.data]\npath = \"" + missing + "\"\n[base.task]\n" +
+                       "name = \"copy\"\n")
+              .empty());
+  }
+  SECTION("poslab run, --dry-run and --export stop with exit 1 and write nothing") {
+    write_file(scratch.path / "bad.toml",
+               "[study]\nname = \"bad\"\n" + tiny_base(missing) + "[sweep]\n\"train.seed\" = [1, 2]\n");
+    for (const char* how : {"", " --dry-run", " --export commands"}) {
+      INFO(how);
+      const Outcome r = run_poslab(std::string("run bad.toml --jobs 2") + how, scratch.path);
+      CHECK(r.exit_code == 1);
+      CHECK_THAT(r.err, Contains("poslab: error: bad.toml:9: in [base]: data.path = \"" +
+                                 missing + "\": does not exist"));
+      CHECK_FALSE(fs::exists(scratch.path / "results"));
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // --dry-run, the summary, --export
 // ---------------------------------------------------------------------------------------------
@@ -423,10 +493,13 @@ TEST_CASE("a tiny study runs two at a time, then resumes only what is missing", 
 TEST_CASE("a failing run is reported with its log; the others complete; exit code 1",
           "[runner]") {
   ScratchDirectory scratch;
-  // The corpus does not exist: a valid config, but the run fails once it starts.
+  // A corpus of 4 bytes: a valid config and a file that exists (so the study starts), but its
+  // validation split is empty, which the run finds only once it reads it.
+  write_file(scratch.path / "four_bytes.txt", "abcd");
   TwoRunStudy two(scratch.path,
                   "[[variant]]\nname = \"ok\"\n[[variant]]\nname = \"broken\"\n"
-                  "set = { \"data.path\" = \"/nonexistent/corpus.txt\" }\n");
+                  "set = { \"data.path\" = \"" + (scratch.path / "four_bytes.txt").string() +
+                      "\" }\n");
   const Outcome r = run_poslab("run two.toml --jobs 2 --out out", scratch.path);
   INFO(r.out << r.err);
   CHECK(r.exit_code == 1);
@@ -438,7 +511,8 @@ TEST_CASE("a failing run is reported with its log; the others complete; exit cod
       CHECK_FALSE(fs::exists(scratch.path / layout.run_dir(run) / "eval.json"));
       CHECK_THAT(r.out, Contains("[FAILED] " + run.id) &&
                             Contains("log: " + layout.log_file(run).string()));
-      CHECK_THAT(read_file(scratch.path / layout.log_file(run)), Contains("/nonexistent/"));
+      CHECK_THAT(read_file(scratch.path / layout.log_file(run)),
+                 Contains("four_bytes.txt': the validation split is empty"));
     }
   }
   CHECK_THAT(r.out, Contains("2 of 4 runs done, 2 failed"));

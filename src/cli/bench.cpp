@@ -207,6 +207,21 @@ int run_bench_comparison(const Config& base, int steps, int mem_len) {
   return 0;
 }
 
+// Option sets measured beside every encoding's defaults: rope's context-extension scalings
+// (rope_scaling.hpp) must cost no more per step than plain rope (their tables are cached the
+// same way). original_len 16 is below every segment, so dynamic_ntk is active.
+struct ScalingVariant {
+  std::string encoding, label;
+  std::vector<std::pair<std::string, OptionValue>> values;
+};
+const std::vector<ScalingVariant> kScalingVariants = {
+    {"rope", "rope[yarn]",
+     {{"scaling", std::string("yarn")}, {"factor", 4.0}, {"original_len", std::int64_t(16)}}},
+    {"rope", "rope[dynamic_ntk]",
+     {{"scaling", std::string("dynamic_ntk")}, {"factor", 4.0},
+      {"original_len", std::int64_t(16)}}},
+};
+
 int run_bench_scaling(const Config& base, int steps, const std::vector<int>& segments,
                       int tokens_per_step, const std::string& csv_path) {
   constexpr int kRepetitions = 5, kLongestNaive = 128;
@@ -221,7 +236,8 @@ int run_bench_scaling(const Config& base, int steps, const std::vector<int>& seg
   }
   set_threads(base.train.threads);
   std::cout << "poslab bench --scaling: every encoding (default options; also its naive reference "
-               "path where it has one) at segments";
+               "path where it has one; rope[yarn] and rope[dynamic_ntk]: factor 4, original_len "
+               "16) at segments";
   for (int L : segments) std::cout << " " << L;
   std::cout << ", batch x segment = " << tokens_per_step << " tokens, memory = segment\n  d_model "
             << base.model.d_model << ", " << base.model.n_layers << " layers, " << base.model.n_heads
@@ -242,18 +258,24 @@ int run_bench_scaling(const Config& base, int steps, const std::vector<int>& seg
     first.memory.mem_len = segments.front();
     bench_training(first, steps, 1);
   }
+  // Every encoding with its defaults, then the variants (label, encoding, option values).
+  std::vector<ScalingVariant> rows;
+  for (const EncodingInfo& info : registered_encodings()) rows.push_back({info.name, info.name, {}});
+  rows.insert(rows.end(), kScalingVariants.begin(), kScalingVariants.end());
   for (const int L : segments) {
     double none_gflops = 0, none_best = 0;
-    for (const EncodingInfo& info : registered_encodings()) {
+    for (const ScalingVariant& variant : rows) {
+      const EncodingInfo& info = *find_encoding(variant.encoding);
       const bool has_naive = std::any_of(info.options.begin(), info.options.end(),
                                          [](const OptionSpec& o) { return o.key == "naive"; });
       for (const bool naive : {false, true}) {
         // The naive paths cost O(L K d^2) per layer (Transformer-XL's: a minute a step at
         // segment 512): measured up to segment 128, where they are the tests' oracle anyway.
-        if (naive && (!has_naive || L > kLongestNaive)) continue;
+        if (naive && (!has_naive || L > kLongestNaive || !variant.values.empty())) continue;
         Config cfg = base;
         cfg.encoding.type = info.name;
         cfg.encoding.options = Options::defaults(info.options);
+        for (const auto& [key, value] : variant.values) cfg.encoding.options.set(key, value);
         if (naive) cfg.encoding.options.set("naive", true);
         cfg.train.seq_len = L;
         cfg.train.batch_size = tokens_per_step / L;
@@ -261,7 +283,7 @@ int run_bench_scaling(const Config& base, int steps, const std::vector<int>& seg
         // The naive paths cost O(L K d^2) per layer: one repetition of one step is plenty.
         const BenchResult r = bench_training(cfg, naive ? 1 : steps, naive ? 1 : kRepetitions);
         if (info.name == "none") none_gflops = r.gflops.median, none_best = r.gflops.max;
-        const std::string label = info.name + (naive ? " (naive)" : "");
+        const std::string label = variant.label + (naive ? " (naive)" : "");
         const double vs_none = none_gflops > 0 ? r.gflops.median / none_gflops : 0;
         const double best_vs_none = none_best > 0 ? r.gflops.max / none_best : 0;
         std::cout << std::left << std::setw(26) << label << std::right << std::setw(8) << L
@@ -271,7 +293,7 @@ int run_bench_scaling(const Config& base, int steps, const std::vector<int>& seg
                   << r.gflops.median << std::setprecision(2) << std::setw(12) << vs_none
                   << std::endl;
         std::ostringstream row;
-        row << info.name << "," << (naive ? "naive" : "fast") << "," << L << ","
+        row << variant.label << "," << (naive ? "naive" : "fast") << "," << L << ","
             << cfg.train.batch_size << "," << L << "," << r.tokens_per_second.median << ","
             << r.tokens_per_second.min << "," << r.tokens_per_second.max << ","
             << r.flops_per_token << "," << r.model_flops_per_token << "," << r.gflops.median

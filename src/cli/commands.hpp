@@ -70,6 +70,11 @@ BenchResult bench_training(const Config& cfg, int steps, int repetitions);
 // over `repetitions` timed runs of one training step's worth.
 Spread measure_ceiling(const Config& cfg, int repetitions);
 
+// `poslab encodings --describe rope` (describe.cpp): the per-pair frequency table of cfg's RoPE
+// configuration (its scaling included) for a call covering `length` keys (0: train.seq_len +
+// memory.mem_len), as an aligned table or as CSV.
+int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& out);
+
 // `poslab attention` (attention.cpp): the attention weights of a trained run on a given text.
 struct AttentionOptions {
   std::string run_dir;          // a finished run (config.toml + checkpoint/)

@@ -6,6 +6,7 @@
 //   poslab eval --run runs/shaw --seq-len 256
 //   poslab bench --steps 20 --set model.d_model=256
 //   poslab encodings
+//   poslab encodings --describe rope --set encoding.scaling=yarn --set encoding.factor=4 ...
 //   poslab tasks
 //   poslab run experiments/state_reuse.toml --jobs 2
 //   poslab plot results/state_reuse
@@ -175,6 +176,9 @@ struct Arguments {
   bool force = false;                // train: move an existing run aside
   bool resume = false;               // train: finish (or skip) the same experiment
   std::string token_losses_file;     // eval: per-token losses (.npy)
+  std::string describe;              // encodings --describe: the encoding
+  long describe_length = 0;          // encodings --length: keys of the call (0: the config's)
+  bool describe_csv = false;         // encodings --csv
 };
 
 void add_overrides(CLI::App* command, Arguments& args) {
@@ -317,8 +321,9 @@ int run(int argc, char** argv) {
       ->type_name("N")
       ->check(CLI::Range(1, 1 << 20));
   bench->add_option("--scaling", args.scaling_segments,
-                    "Every encoding (and its naive path) at each segment length S, with batch x S "
-                    "= --tokens and memory S: tokens/s, FLOPs per token, GFLOP/s, ratio to 'none'")
+                    "Every encoding (and its naive path; and rope with yarn and dynamic_ntk scaling) "
+                    "at each segment length S, with batch x S = --tokens and memory S: tokens/s, "
+                    "FLOPs per token, GFLOP/s, ratio to 'none'")
       ->type_name("S,S,...")
       ->delimiter(',')
       ->check(CLI::Range(1, 1 << 16));
@@ -363,12 +368,33 @@ int run(int argc, char** argv) {
 
   CLI::App* encodings = app.add_subcommand(
       "encodings", "List the positional encodings and their options.");
+  CLI::Option* describe =
+      encodings
+          ->add_option("--describe", args.describe,
+                       "Print the per-pair frequency table of an encoding's configuration "
+                       "instead (rope: inverse frequency, wavelength, rotations over "
+                       "original_len, interpolation weight, attention factor)")
+          ->type_name("NAME");
+  encodings
+      ->add_option("--length", args.describe_length,
+                   "--describe: the number of keys K a call covers (dynamic_ntk's length; "
+                   "default train.seq_len + memory.mem_len)")
+      ->type_name("N")
+      ->check(CLI::Range(1L, long(1) << 40))
+      ->needs(describe);
+  encodings->add_flag("--csv", args.describe_csv, "--describe: print CSV (exact numbers)")
+      ->needs(describe);
+  add_overrides(encodings, args);
   encodings->footer(
       "Prints each registered encoding: its name (the value of encoding.type), its family\n"
       "(none, absolute, relative or relative_normalized, FIRE's: relative up to a threshold),\n"
       "the paper, and every option with its type, default and range. Writes nothing.\n"
+      "--describe rope prints, per rotation pair, what the config's RoPE (and its scaling) does\n"
+      "(docs/05-beyond.md); --set sets its options and the model's size (d_h = d_model / n_heads).\n"
       "Example:\n"
-      "  poslab encodings");
+      "  poslab encodings\n"
+      "  poslab encodings --describe rope --set model.d_model=64 --set model.n_heads=4 \\\n"
+      "      --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=64");
 
   CLI::App* tasks = app.add_subcommand(
       "tasks", "List the tasks (the corpus and the generated tasks) and their options.");
@@ -442,7 +468,25 @@ int run(int argc, char** argv) {
   }
 
   try {
-    if (*encodings) return list_encodings(std::cout);
+    if (*encodings) {
+      if (args.describe.empty()) {
+        if (!args.overrides.empty())
+          throw std::invalid_argument("encodings: --set needs --describe NAME");
+        return list_encodings(std::cout);
+      }
+      if (!find_encoding(args.describe))
+        throw std::invalid_argument("encodings --describe: unknown encoding '" + args.describe +
+                                    "'");
+      // The described encoding first, so that --set can give its options.
+      std::vector<std::string> overrides = {"encoding.type=" + args.describe};
+      overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+      const Config cfg = config_from_string("", "(defaults)", registered_choices(), overrides);
+      if (cfg.encoding.type != args.describe)
+        throw std::invalid_argument("encodings --describe " + args.describe +
+                                    ": --set encoding.type names another encoding ('" +
+                                    cfg.encoding.type + "')");
+      return describe_encoding(cfg, args.describe_length, args.describe_csv, std::cout);
+    }
     if (*tasks) return list_tasks(std::cout);
     if (*run_command) return run_study(run_options, std::cout);
     if (*plot) return run_plot(plot_dirs);

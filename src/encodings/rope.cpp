@@ -25,18 +25,40 @@
 // dimensions of each head (GPT-NeoX's rotary_pct), the rest pass through unchanged; theta uses
 // d_rot, as there.
 //
-// Hook (b), in place on q [B, L, H d_h] and k [B, K, H d_h]. Backward: the Jacobian of a rotation
-// is the rotation, so the gradient is rotated back by the transpose, in place on dq and dk:
-//   dx_{2p} = cos dy_{2p} + sin dy_{2p+1},   dx_{2p+1} = -sin dy_{2p} + cos dy_{2p+1}.
-// No parameters. The cos/sin tables [rows, d_rot/2] are computed in double from the positions
-// and reused while the positions do not change (every layer of a step shares them).
-#include <algorithm>
+// Scaling (option `scaling`, rope_scaling.hpp; docs/05-beyond.md, "Extending the context of a
+// RoPE model"): a model trained at original_len L is run at longer lengths with its frequencies
+// theta_p replaced by theta'_p (linear, ntk, dynamic_ntk, yarn, llama3), and q and k each
+// multiplied by an attention factor a (YaRN's 0.1 ln s + 1; 1 for the others unless set):
+//
+//   q'_m = a R(m theta') q_m,   k'_n = a R(n theta') k_n,   so   q'_m . k'_n = a^2 q^T R((n - m) theta') k
+//
+// still a function of m - n. With `fraction` < 1 every method acts on the d_rot rotated
+// dimensions (d = d_rot in its formulas); the rest pass through, unscaled.
+//
+// dynamic_ntk computes its base from the number of keys the call covers, K = M + L (memory +
+// segment): s' = s K / L - (s - 1) when K > L, the trained base otherwise (Hugging Face
+// recomputes it from the current sequence length). This is consistent under poslab's memory:
+// poslab caches each layer's *input* (hidden states), not rotated keys, and recomputes and
+// re-rotates every key, memory keys included, in every call; so all keys and queries of one call
+// share one base, and q'.k' stays a function of m - n inside the call. (A KV cache, which keeps
+// keys rotated with the base of the step that produced them, mixes bases; poslab never does.)
+// What does not hold, by design: processing a sequence segment by segment with memory is not the
+// same as one pass, because the segments' calls cover fewer keys than the single pass and so use
+// other bases (the conformance kit states this and tests what holds: each call equals ntk at s').
+//
+// Hook (b), in place on q [B, L, H d_h] and k [B, K, H d_h]. Backward: the Jacobian of the
+// scaled rotation a R is a R, so the gradient is a R^T dy (rotary.hpp), in place on dq and dk.
+// No parameters. The tables [rows, d_rot/2] (a cos, a sin, in double from the positions,
+// rotary.hpp) are rebuilt only when the positions change (or, for dynamic_ntk, the key count):
+// every layer of a step shares them, and a step allocates nothing once they have their size.
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <vector>
 
 #include "encodings/registry.hpp"
+#include "encodings/rope_scaling.hpp"
+#include "encodings/rotary.hpp"
 
 namespace poslab {
 
@@ -46,106 +68,98 @@ template <class T>
 class Rope : public Encoding<T> {
  public:
   Rope(const Options& o, const EncodingShape& s, ParameterArena<T>&)
-      : H_(s.n_heads), dh_(s.d_head), base_(o.get_double("base")) {
+      : H_(s.n_heads), dh_(s.d_head), base_(o.get_double("base")),
+        scaling_(rope_scaling_from_options(o)), amplitude_(scaling_.attention_factor()) {
     const double fraction = o.get_double("fraction");
     if (!(fraction >= 0 && fraction <= 1))
       throw std::invalid_argument("rope: fraction must be in [0, 1]");
     if (!(base_ > 1)) throw std::invalid_argument("rope: base must be > 1");
-    pairs_ = int(std::lround(fraction * dh_ / 2.0));  // d_rot / 2
-    if (2 * pairs_ > dh_) pairs_ = dh_ / 2;  // odd d_h: the last dimension is never rotated
+    pairs_ = rotated_pairs(fraction, dh_);  // d_rot / 2
+    frequencies_.resize(pairs_);
     theta_.resize(pairs_);
-    for (int p = 0; p < pairs_; ++p) theta_[p] = std::pow(base_, -2.0 * p / (2.0 * pairs_));
+    set_frequencies(0);
   }
 
   bool has_qk_transform() const override { return pairs_ > 0; }
 
   void qk_forward(int /*layer*/, const AttentionGeometry& g, T* q, T* k) override {
-    check(g);
-    rotate(q, g.batch, g.q_len, g.q_pos, q_table_, false);
-    rotate(k, g.batch, g.k_len, g.k_pos, k_table_, false);
+    prepare(g);
+    rotate_pairs(q, g.batch, g.q_len, H_, dh_, pairs_, q_table_, false);
+    rotate_pairs(k, g.batch, g.k_len, H_, dh_, pairs_, k_table_, false);
   }
 
   void qk_backward(int /*layer*/, const AttentionGeometry& g, T* dq, T* dk) override {
-    check(g);
-    rotate(dq, g.batch, g.q_len, g.q_pos, q_table_, true);
-    rotate(dk, g.batch, g.k_len, g.k_pos, k_table_, true);
+    prepare(g);
+    rotate_pairs(dq, g.batch, g.q_len, H_, dh_, pairs_, q_table_, true);
+    rotate_pairs(dk, g.batch, g.k_len, H_, dh_, pairs_, k_table_, true);
   }
 
   int rotated_dims() const { return 2 * pairs_; }
 
  private:
-  // cos and sin of pos[r] * theta_p for the rows of q or of k, rebuilt only when the positions
-  // change.
-  struct Table {
-    std::vector<std::int64_t> pos;  // the positions it was built for
-    std::vector<T> cos, sin;        // [rows, pairs]
-  };
+  bool dynamic() const { return scaling_.method == RopeScalingMethod::dynamic_ntk; }
 
-  void check(const AttentionGeometry& g) const {
+  // theta'[pairs] for a call covering key_len keys (only dynamic_ntk depends on it).
+  void set_frequencies(std::int64_t key_len) {
+    scaled_frequencies(scaling_, base_, pairs_, key_len, frequencies_.data());
+    for (int p = 0; p < pairs_; ++p) theta_[p] = frequencies_[p].theta_scaled;
+    theta_key_len_ = key_len;
+  }
+
+  // Brings the tables of q and k up to date with this call's positions (and, for dynamic_ntk,
+  // its key count K, the tag of both tables).
+  void prepare(const AttentionGeometry& g) {
     if (g.n_heads != H_ || g.d_head != dh_)
       throw std::invalid_argument("rope: geometry does not match the shape it was built for");
-  }
-
-  void update(Table& t, const std::int64_t* pos, int rows) const {
-    if (int(t.pos.size()) == rows && std::equal(t.pos.begin(), t.pos.end(), pos)) return;
-    t.pos.assign(pos, pos + rows);
-    t.cos.resize(std::size_t(rows) * pairs_);
-    t.sin.resize(std::size_t(rows) * pairs_);
-    for (int r = 0; r < rows; ++r)
-      for (int p = 0; p < pairs_; ++p) {
-        const double angle = double(pos[r]) * theta_[p];
-        t.cos[std::size_t(r) * pairs_ + p] = T(std::cos(angle));
-        t.sin[std::size_t(r) * pairs_ + p] = T(std::sin(angle));
-      }
-  }
-
-  // x [B, rows, H d_h]: every head's first d_rot dims, pair by pair, turned by +angle (forward)
-  // or -angle (inverse = backward).
-  void rotate(T* x, int B, int rows, const std::int64_t* pos, Table& t, bool inverse) {
-    update(t, pos, rows);
-    const int d = H_ * dh_;
-    const T sign = inverse ? T(-1) : T(1);
-#pragma omp parallel for schedule(static)
-    for (long br = 0; br < long(B) * rows; ++br) {
-      const long r = br % rows;
-      const T* c = t.cos.data() + r * pairs_;
-      const T* s = t.sin.data() + r * pairs_;
-      for (int h = 0; h < H_; ++h) {
-        T* xh = x + br * d + long(h) * dh_;
-        for (int p = 0; p < pairs_; ++p) {
-          const T x0 = xh[2 * p], x1 = xh[2 * p + 1], sn = sign * s[p];
-          xh[2 * p] = c[p] * x0 - sn * x1;
-          xh[2 * p + 1] = sn * x0 + c[p] * x1;
-        }
-      }
-    }
+    const std::int64_t tag = dynamic() ? g.k_len : 0;
+    if (q_table_.holds(g.q_pos, g.q_len, tag) && k_table_.holds(g.k_pos, g.k_len, tag)) return;
+    if (dynamic() && theta_key_len_ != g.k_len) set_frequencies(g.k_len);
+    const double a = amplitude_;  // q and k each scaled by a: the logits by a^2
+    auto amplitude = [a](int, int) { return a; };
+    if (!q_table_.holds(g.q_pos, g.q_len, tag))
+      q_table_.build(g.q_pos, g.q_len, tag, theta_.data(), pairs_, amplitude);
+    if (!k_table_.holds(g.k_pos, g.k_len, tag))
+      k_table_.build(g.k_pos, g.k_len, tag, theta_.data(), pairs_, amplitude);
   }
 
   int H_, dh_;
   double base_;
-  int pairs_;                  // d_rot / 2
-  std::vector<double> theta_;  // [pairs]: base^(-2p / d_rot)
-  Table q_table_, k_table_;
+  RopeScaling scaling_;
+  double amplitude_;                     // a, the attention factor
+  int pairs_;                            // d_rot / 2
+  std::vector<RotaryPair> frequencies_;  // [pairs]: theta, theta', interpolation weight
+  std::vector<double> theta_;            // [pairs]: theta', the frequencies the tables use
+  std::int64_t theta_key_len_ = 0;       // the key count theta_ was computed for (dynamic_ntk)
+  RotaryTable<T> q_table_, k_table_;
 };
+
+std::optional<ConfigProblem> rope_rule(const Config& config) {
+  if (!config.encoding.options.has("scaling")) return std::nullopt;
+  return rope_scaling_problem(config.encoding.options);
+}
 
 }  // namespace
 
 EncodingInfo rope_encoding_info() {
+  std::vector<OptionSpec> options = {
+      {"base", 10000.0, "theta_p = base^(-2p/d_rot): the wavelengths run from 2 pi to "
+       "2 pi base", 1.000001},
+      {"fraction", 1.0,
+       "rotate the first 2 round(fraction d_h / 2) dims of each head, leave the rest "
+       "unchanged (GPT-NeoX rotary_pct)",
+       0, 1},
+  };
+  for (OptionSpec& o : rope_scaling_options()) options.push_back(std::move(o));
   return {"rope",
           EncodingFamily::relative,
           "RoPE: rotate each (2p, 2p+1) pair of q and k by position * base^(-2p/d_rot), so "
-          "q.k depends on i - j only; no parameters",
+          "q.k depends on i - j only; no parameters; optional context-extension scaling "
+          "(linear, ntk, dynamic_ntk, yarn, llama3)",
           "Su et al. 2021",
-          {
-              {"base", 10000.0, "theta_p = base^(-2p/d_rot): the wavelengths run from 2 pi to "
-               "2 pi base", 1.000001},
-              {"fraction", 1.0,
-               "rotate the first 2 round(fraction d_h / 2) dims of each head, leave the rest "
-               "unchanged (GPT-NeoX rotary_pct)",
-               0, 1},
-          },
+          std::move(options),
           factory_float<Rope>(),
-          factory_double<Rope>()};
+          factory_double<Rope>(),
+          rope_rule};
 }
 
 }  // namespace poslab

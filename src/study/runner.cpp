@@ -453,6 +453,13 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
   std::vector<RunStatus> status;
   std::vector<std::string> why(runs.size());
   for (std::size_t i = 0; i < runs.size(); ++i) status.push_back(run_status(runs[i], layout, &why[i]));
+  // The files the runs still to train will read (a corpus): a missing one stops the study here,
+  // with --dry-run and --export too, before anything is written. A finished run reads nothing,
+  // and --summary-only runs nothing.
+  if (!options.summary_only)
+    for (std::size_t i : chosen)
+      if (status[i] != RunStatus::done && status[i] != RunStatus::running)
+        check_run_inputs(study, runs[i]);
 
   if (options.dry_run || options.summary_only) {
     std::vector<PlannedRun> shown;

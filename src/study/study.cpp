@@ -24,6 +24,8 @@
 #include <sstream>
 #include <tuple>
 
+#include <unistd.h>
+
 #include <toml++/toml.h>
 
 #include "config/load.hpp"
@@ -31,6 +33,7 @@
 #include "train/registered_choices.hpp"
 
 namespace poslab {
+namespace fs = std::filesystem;
 namespace {
 
 [[noreturn]] void fail(const std::string& where, const std::string& what) {
@@ -224,7 +227,10 @@ void read_base_table(const toml::node* node, Study& study) {
     header += toml_key(e.key);
     header += "]";
     out.add(header, header_line);
-    for (const Entry& k : keys) out.add(toml_key(k.key) + " = " + toml_text(*k.node), k.line);
+    for (const Entry& k : keys) {
+      out.add(toml_key(k.key) + " = " + toml_text(*k.node), k.line);
+      study.base_key_lines[e.key + "." + k.key] = k.line ? k.line : header_line;
+    }
   }
   study.base_toml = out.text;
   study.base_lines = out.lines;
@@ -553,7 +559,11 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
       const Config plain = resolve_run(study, applied, run.id);
       const Config smoked = resolve_run(study, with_smoke, run.id);
       run.config = smoke ? smoked : plain;
-      for (const AppliedSetting& a : smoke ? with_smoke : applied) run.overrides.push_back(a.text);
+      for (const AppliedSetting& a : smoke ? with_smoke : applied) {
+        run.overrides.push_back(a.text);
+        const std::string key = a.text.substr(0, a.text.find('='));
+        run.set_where[key] = a.line ? at_line(study.source, a.line) + ": " + a.origin : a.origin;
+      }
       runs.push_back(std::move(run));
 
       for (std::size_t a = study.axes.size(); a-- > 0;) {  // next grid point
@@ -563,6 +573,32 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
     }
   }
   return runs;
+}
+
+void check_run_inputs(const Study& study, const PlannedRun& run) {
+  if (run.config.task.name != "lm") return;  // a generated task reads no file
+  const std::string key = "data.path", path = run.config.data.path;
+  std::string where;
+  if (const auto set = run.set_where.find(key); set != run.set_where.end())
+    where = set->second;
+  else if (const auto base = study.base_key_lines.find(key); base != study.base_key_lines.end())
+    where = at_line(study.source, base->second) + ": in [base]";
+  else
+    where = study.source + ": not set (the default)";
+
+  // What read_documents (data/corpus.cpp) needs: a file it can read, or a directory it can list.
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  std::string problem;
+  if (path.empty()) problem = "is empty: name a text file or a directory of text files";
+  else if (!fs::exists(status)) problem = "does not exist";
+  else if (fs::is_directory(status)) {
+    if (::access(path.c_str(), R_OK | X_OK) != 0) problem = "is a directory this user cannot read";
+  } else if (!fs::is_regular_file(status)) problem = "is neither a file nor a directory";
+  else if (::access(path.c_str(), R_OK) != 0) problem = "is a file this user cannot read";
+  if (problem.empty()) return;
+  fail(where, key + " = " + toml_string(path) + ": " + problem + " (the corpus of run '" +
+                  run.id + "'; checked before any run starts, nothing was written)");
 }
 
 }  // namespace poslab

@@ -122,6 +122,8 @@ struct Study {
   // base_lines[i] is the line of the study file that line i+1 of base_toml came from, so that
   // errors the loader finds in [base] point into the study file.
   std::vector<std::size_t> base_lines;
+  // The study line of every key [base] sets ("data.path" -> 31), to say where a value came from.
+  std::map<std::string, std::size_t> base_key_lines;
 
   std::vector<SweepAxis> axes;        // [sweep], in file order
   std::vector<Variant> variants;      // [[variant]], in file order
@@ -137,6 +139,10 @@ struct PlannedRun {
   std::map<std::string, std::string> sweep_values;  // axis key -> value text ("train.seed" -> "2")
   std::string variant;   // the variant's name, "" if the study has none
   Config config;         // base + overrides; out_dir is still [base]'s (the runner sets it)
+  // Where each key the run's overrides set was written, the last word for that key:
+  // "data.path" -> "experiments/x.toml:40: in variant 'fortunes'" (keys of [base] are in
+  // Study::base_key_lines).
+  std::map<std::string, std::string> set_where;
 };
 
 // Parses and checks the structure of a study file (tables, names, axes, variants); the config
@@ -151,5 +157,14 @@ Study load_study(const std::string& path);
 // Throws ConfigError naming the study file, line and the sweep value or variant at fault.
 std::vector<PlannedRun> expand_study(const Study& study, bool smoke = false,
                                      const std::vector<std::string>& command_line = {});
+
+// The files a run will read, checked before anything is written (`poslab run`, also with
+// --dry-run and --export): today data.path, the corpus of a language model (task "lm"); a
+// generated task reads no file. Throws ConfigError naming the key, the study file and line its
+// value came from (or that it is the default), the path and what is wrong with it, e.g.
+//
+//   experiments/x.toml:31: in [base]: data.path = "/home/me/corpus": does not exist (the
+//   corpus of run 'encoding.type=rope'; checked before any run starts)
+void check_run_inputs(const Study& study, const PlannedRun& run);
 
 }  // namespace poslab

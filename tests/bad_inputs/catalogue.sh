@@ -112,6 +112,12 @@ awk 'BEGIN { printf "a"; for (i = 0; i < 60000; i++) printf ".a"; print " = 1" }
 { echo '[study]'; echo 'name = "small"'; echo '[base]'; sed 's/^\[/[base./' tiny.toml
   echo '[sweep]'; echo '"train.seed" = [1]'; } >small_study.toml
 "$POSLAB" run small_study.toml --out study >/dev/null 2>&1 || { echo "FAIL: cannot run the fixture study"; exit 1; }
+# A study on a corpus that is not there: [base] names it on a known line, a variant another.
+sed "s|^path = .*|path = \"$SCRATCH/no_such_corpus.txt\"|" small_study.toml >missing_corpus.toml
+missing_line=$(grep -n '^path = ' missing_corpus.toml | cut -d: -f1)
+{ sed '/^\[sweep\]/,$d' small_study.toml; echo '[[variant]]'; echo 'name = "mine"'
+  echo '[[variant]]'; echo 'name = "gone"'
+  echo "set = { \"data.path\" = \"$SCRATCH/gone/corpus.txt\" }"; } >missing_variant.toml
 rm study/summary.csv && mkdir study/summary.csv  # the summary cannot be written
 T=(train --config tiny.toml)
 
@@ -129,6 +135,11 @@ expect_error size_eval_override "needs about" "$POSLAB" eval --run finished --se
 expect_error nonfinite_lr "train.lr must be a finite number, got inf" "$POSLAB" "${T[@]}" --set train.lr=inf --out out
 expect_error nonfinite_init_std "model.init_std must be a finite number" "$POSLAB" "${T[@]}" --set model.init_std=nan --out out
 expect_error learned_max_len "encoding.max_len (4) must be at least train.seq_len (8)" "$POSLAB" "${T[@]}" --set encoding.type=learned --set encoding.max_len=4 --out out
+expect_error rope_factor_zero "encoding.factor must be a finite number > 0, got 0" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=linear --set encoding.factor=0 --out out
+expect_error rope_factor_nan "encoding.factor must be a finite number, got nan" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=nan --out out
+expect_error rope_original_len_zero "encoding.original_len must be set (>= 1" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=0 --out out
+expect_error rope_original_len_too_large "encoding.original_len must be in [0, 16777216]" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=99999999 --out out
+expect_error rope_factor_without_scaling "has no effect with encoding.scaling = none" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.factor=4 --out out
 expect_error randomized_max_position "train.max_position (4) must be at least" "$POSLAB" "${T[@]}" --set train.randomized_positions=true --set train.max_position=4 --out out
 expect_error escaped_nul_out_dir 'it may not hold control characters' "$POSLAB" "${T[@]}" --set 'out_dir="out\u0000x"'
 expect_error length_factor_overflow "more positions than an int holds" "$POSLAB" "${T[@]}" --set 'eval.length_factors=[1e300]' --out out
@@ -147,6 +158,9 @@ expect_error option_beyond_int32 "encoding.clip_k must be in [-2147483648, 21474
 expect_error study_grid_overflow "the sweep has more than 100000 runs" "$POSLAB" run grid.toml --out grid_out
 expect_error eval_longer_than_split "is too small for one batch" "$POSLAB" "${T[@]}" --set eval.seq_len=1500 --out out
 expect_error config_too_large "a config or study file may have at most 1048576" "$POSLAB" train --config /dev/zero --out out
+expect_error study_missing_corpus "missing_corpus.toml:$missing_line: in [base]: data.path = \"$SCRATCH/no_such_corpus.txt\": does not exist" "$POSLAB" run missing_corpus.toml --out missing_out
+expect_error study_missing_corpus_dry_run "missing_corpus.toml:$missing_line: in [base]: data.path" "$POSLAB" run missing_corpus.toml --out missing_out --dry-run
+expect_error study_missing_corpus_variant "missing_variant.toml:$(grep -n '^set = ' missing_variant.toml | cut -d: -f1): in variant 'gone': data.path" "$POSLAB" run missing_variant.toml --out missing_out
 # --- Rejected good input --------------------------------------------------------------------
 expect_ok    empty_config_is_defaults out_empty/eval.json "$POSLAB" train --config empty.toml --set model.d_model=8 --set model.n_heads=2 --set model.n_layers=1 --set model.d_inner=16 --set train.seq_len=8 --set train.batch_size=2 --set train.steps=1 --set eval.batches=1 --set "data.path=$SCRATCH/corpus.txt" --out out_empty
 rm -rf out_empty

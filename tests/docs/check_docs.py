@@ -28,8 +28,15 @@
    walks through the example encoding with such excerpts, so it cannot drift from the code.
 6. Registry. Every encoding `poslab encodings` lists has its row in the README's table of
    encodings (chapter 7, step 3: what a new encoding needs beyond its file).
+8. Paper metrics. Every committed results/STUDY/paper_metrics.csv (the values of the claims
+   tables' paper metrics that the text quotes with markers) is exactly what
+   `notebooks/claims.py --metrics results/STUDY` prints today.
 7. Help texts. Every `poslab SUBCOMMAND ... --option` example inside any command's --help names
    an existing subcommand and options it has (the help must not drift from the options either).
+8. Outputs. A code block right after
+       <!-- output: build/poslab encodings --describe rope --set encoding.scaling=yarn ... -->
+   must be exactly what that command prints today (stdout), so a table quoted from poslab
+   cannot drift from the code that prints it.
 Every problem is printed as FILE:LINE: what is wrong; the exit code is 1 if there is any.
 """
 import os
@@ -47,6 +54,7 @@ RESULTS = re.compile(r"<!-- results -->(.*?)<!-- /results -->", re.S)
 DECIMAL = re.compile(r"(?<![\w.\-/])[-+]?\d+\.\d+(?!\w|\.\d)")
 COMMAND = re.compile(r"build/poslab ([a-z]+)((?:[^\n`]|\\\n)*)")
 NEW_FILE = "<!-- a file you write -->"
+OUTPUT = re.compile(r"<!-- output: build/poslab ([^>]+?) -->\n```(\w*)\n(.*?)```", re.S)
 EXCERPT = re.compile(r"<!-- excerpt: ([^>]+?) -->\n```(\w*)\n(.*?)```", re.S)
 ENCODING_LINE = re.compile(r"^([a-z0-9_]+)  \(", re.M)  # `poslab encodings`: "NAME  (family)"
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
@@ -149,6 +157,28 @@ def check_claims(path, text, problems):
                             f"    printed: {printed[first] if first < len(printed) else '(end)'})")
 
 
+def check_paper_metrics(problems, written_override=None):
+    """Every results/*/paper_metrics.csv equals what claims.py --metrics prints now.
+    written_override: {study: text} to check instead of the committed files (the self-test)."""
+    results = os.path.join(REPO, "results")
+    for study in sorted(os.listdir(results)):
+        path = os.path.join(results, study, "paper_metrics.csv")
+        if not os.path.exists(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            written = f.read()
+        if written_override is not None:
+            written = written_override.get(study, written)
+        done = subprocess.run([PYTHON, os.path.join(REPO, "notebooks", "claims.py"), "--metrics",
+                               os.path.join(results, study)], capture_output=True, text=True)
+        where = os.path.relpath(path, REPO)
+        if done.returncode != 0:
+            problems.append(f"{where}: claims.py --metrics failed: {done.stderr.strip()[-300:]}")
+        elif done.stdout != written:
+            problems.append(f"{where}: is not what `notebooks/claims.py --metrics "
+                            f"results/{study}` prints (regenerate it with that command)")
+
+
 def help_text(poslab, command, cache={}):
     if command not in cache:
         args = [poslab] + ([command] if command else []) + ["--help"]
@@ -217,6 +247,26 @@ def check_excerpts(path, text, problems):
                             f"{' or '.join(sources)}: {line}")
 
 
+def check_outputs(path, text, poslab, problems):
+    import shlex
+    for m in OUTPUT.finditer(text):
+        where = f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}"
+        done = subprocess.run([poslab] + shlex.split(m.group(1)), capture_output=True, text=True)
+        if done.returncode != 0:
+            problems.append(f"{where}: 'poslab {m.group(1)}' failed: {done.stderr.strip()}")
+            continue
+        quoted, printed = m.group(3).splitlines(), done.stdout.splitlines()
+        for number, (a, b) in enumerate(zip(quoted, printed), start=1):
+            if a != b:
+                problems.append(f"{where}: line {number} of the quoted output differs from what "
+                                f"'poslab {m.group(1)}' prints: {a!r} vs {b!r}")
+                break
+        else:
+            if len(quoted) != len(printed):
+                problems.append(f"{where}: the quoted output has {len(quoted)} lines, "
+                                f"'poslab {m.group(1)}' prints {len(printed)}")
+
+
 def check_registry(readme, text, poslab, problems):
     done = subprocess.run([poslab, "encodings"], capture_output=True, text=True)
     for name in ENCODING_LINE.findall(done.stdout):
@@ -264,11 +314,13 @@ def check(poslab, paths=None):
         check_commands(path, text, poslab, problems)
         check_paths(path, text, problems)
         check_excerpts(path, text, problems)
+        check_outputs(path, text, poslab, problems)
         if paths is None and os.path.basename(path) == "README.md" and \
                 os.path.dirname(path) == REPO:
             check_registry(path, text, poslab, problems)
     if paths is None:
         check_help_examples(all_help_texts(poslab), problems)
+        check_paper_metrics(problems)
     return problems
 
 
@@ -297,6 +349,11 @@ def self_test(poslab):
         "drifted excerpt": ("<!-- excerpt: src/nn/linear.hpp -->\n```diff\n"
                             "+  if (b != nullptr) return;\n```\n", 1),
     }
+    describe = "encodings --describe rope --set model.d_model=8 --set model.n_heads=2"
+    printed = subprocess.run([poslab] + describe.split(), capture_output=True, text=True).stdout
+    cases["true output"] = (f"<!-- output: build/poslab {describe} -->\n```text\n{printed}```\n", 0)
+    cases["drifted output"] = (f"<!-- output: build/poslab {describe} -->\n```text\n"
+                               f"{printed.replace('0.01', '0.02')}```\n", 1)
     failures = []
     with tempfile.TemporaryDirectory(dir=os.path.join(REPO, "docs")) as scratch:
         for name, (text, expected) in cases.items():
@@ -326,6 +383,20 @@ def self_test(poslab):
                         f"planted example, found {clean} and {dirty}")
     if len(found) != 1:
         failures.append(f"encoding without a README row: expected 1 problem, found {found}")
+    # The paper-metrics check: a committed file with one value changed.
+    metrics_path = os.path.join(REPO, "results", "length_generalization", "paper_metrics.csv")
+    if os.path.exists(metrics_path):
+        with open(metrics_path, encoding="utf-8") as f:
+            lines = f.read().splitlines(keepends=True)
+        edited = lines[:1] + [lines[1].replace(",1,", ",0.9,", 1) if ",1," in lines[1]
+                              else lines[1].replace(",", ",9", 1)] + lines[2:]
+        clean, dirty = [], []
+        check_paper_metrics(clean)
+        check_paper_metrics(dirty, {"length_generalization": "".join(edited)})
+        cases["edited paper_metrics.csv"] = None
+        if clean or len(dirty) != 1:
+            failures.append(f"paper metrics: expected 0 problems as committed and 1 with an "
+                            f"edited value, found {clean} and {dirty}")
     for f in failures:
         print("self-test:", f)
     print(f"self-test: {len(cases) - len(failures)} of {len(cases)} planted cases behave")

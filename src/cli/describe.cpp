@@ -1,0 +1,111 @@
+// `poslab encodings --describe rope`: the frequency table of a RoPE configuration, one row per
+// rotation pair, as the formulas of src/encodings/rope_scaling.hpp give it (docs/05-beyond.md,
+// "Extending the context of a RoPE model"):
+//
+//   pair i, its dimensions (2i, 2i+1);
+//   theta        the trained inverse frequency b^(-2i/d);
+//   theta_scaled theta'_i, what the scaled model rotates by;
+//   wavelength   2 pi / theta'_i, in tokens;
+//   rotations_L  L / lambda_i = L theta_i / (2 pi): the turns the trained pair makes over
+//                original_len (what YaRN's ramp and llama3's bands read); empty if L is not set;
+//   interpolation g_i, the weight of the interpolated (divided by s) frequency;
+//   attention_factor  a, on q and on k (logits by a^2).
+//
+// The key count K (dynamic_ntk) is --length, by default train.seq_len + memory.mem_len (a
+// training call with a full memory).
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include "cli/commands.hpp"
+#include "encodings/rope_scaling.hpp"
+#include "encodings/rotary.hpp"
+
+namespace poslab {
+
+namespace {
+
+// Exactly: the shortest text that reads back as the same double.
+std::string exact(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.17g", x);
+  return buffer;
+}
+
+std::string short_number(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.6g", x);
+  return buffer;
+}
+
+}  // namespace
+
+int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& out) {
+  if (cfg.encoding.type != "rope")
+    throw std::invalid_argument("encodings --describe: only rope has a frequency table (got '" +
+                                cfg.encoding.type + "')");
+  const Options& o = cfg.encoding.options;
+  const int d_head = cfg.model.d_model / cfg.model.n_heads;
+  const int pairs = rotated_pairs(o.get_double("fraction"), d_head);
+  const RopeScaling scaling = rope_scaling_from_options(o);
+  const long key_len = length > 0 ? length : long(cfg.train.seq_len) + cfg.memory.mem_len;
+  std::vector<RotaryPair> rows(pairs);
+  scaled_frequencies(scaling, o.get_double("base"), pairs, key_len, rows.data());
+  const double L = double(scaling.original_len), a = scaling.attention_factor();
+  const double pi = 3.14159265358979323846;
+
+  const std::vector<std::string> header = {"pair",       "dims",        "theta",
+                                           "theta_scaled", "wavelength", "rotations_L",
+                                           "interpolation", "attention_factor"};
+  std::vector<std::vector<std::string>> table;
+  for (int i = 0; i < pairs; ++i) {
+    const RotaryPair& r = rows[i];
+    auto number = [&](double x) { return csv ? exact(x) : short_number(x); };
+    table.push_back({std::to_string(i),
+                     std::to_string(2 * i) + (csv ? " " : ",") + std::to_string(2 * i + 1),
+                     number(r.theta), number(r.theta_scaled), number(2 * pi / r.theta_scaled),
+                     L > 0 ? number(L * r.theta / (2 * pi)) : (csv ? "" : "-"),
+                     number(r.interpolation), number(a)});
+  }
+  if (csv) {
+    for (std::size_t c = 0; c < header.size(); ++c) out << (c ? "," : "") << header[c];
+    out << "\n";
+    for (const auto& row : table) {
+      for (std::size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << row[c];
+      out << "\n";
+    }
+    return 0;
+  }
+  out << "rope: d_h " << d_head << ", rotated d = " << 2 * pairs << " (fraction "
+      << short_number(o.get_double("fraction")) << "), base " << short_number(o.get_double("base"))
+      << ", scaling " << o.get_string("scaling") << ", factor s = " << short_number(scaling.factor)
+      << ", original_len L = "
+      << (scaling.original_len > 0 ? std::to_string(scaling.original_len) : "not set")
+      << ", keys K = " << key_len;
+  if (scaling.method == RopeScalingMethod::dynamic_ntk)
+    out << " (dynamic factor s K / L - (s - 1) = " << short_number(scaling.dynamic_factor(key_len))
+        << (key_len > scaling.original_len ? "" : ": K <= L, the trained base") << ")";
+  out << "\n";
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : table) width[c] = std::max(width[c], row[c].size());
+  }
+  for (std::size_t c = 0; c < header.size(); ++c)
+    out << (c ? "  " : "") << std::setw(int(width[c])) << header[c];
+  out << "\n";
+  for (const auto& row : table) {
+    for (std::size_t c = 0; c < row.size(); ++c)
+      out << (c ? "  " : "") << std::setw(int(width[c])) << row[c];
+    out << "\n";
+  }
+  out << "theta' = theta_scaled = theta / s * g + theta * (1 - g), g = interpolation (ntk, "
+         "dynamic_ntk: the equivalent g);\nwavelength = 2 pi / theta'; rotations_L = L theta / "
+         "(2 pi), of the trained pair; q and k are each multiplied by attention_factor.\n";
+  return 0;
+}
+
+}  // namespace poslab

@@ -1,0 +1,88 @@
+// Context extension of a trained RoPE model: the per-pair frequencies of the scaling methods
+// that models are loaded with today (Hugging Face transformers' modeling_rope_utils.py and the
+// official YaRN code; ../shared/REFERENCE.md, "Context extension", and docs/05-beyond.md).
+//
+// Notation: d = the rotated dimensions of a head (d_h x fraction), pairs i = 0 .. d/2 - 1, base b,
+// theta_i = b^(-2i/d), wavelength lambda_i = 2 pi / theta_i, L = original_len (the length the model
+// was trained at), s = factor, K = the number of key positions the call covers (memory + segment).
+//
+//   none         theta'_i = theta_i
+//   linear (PI)  theta'_i = theta_i / s                               (Chen et al. 2023)
+//   ntk          theta'_i = (b s^(d / (d - 2)))^(-2i/d)              (bloc97 2023)
+//   dynamic_ntk  ntk with s replaced by s K / L - (s - 1) when K > L, plain theta_i when K <= L
+//   yarn         theta'_i = theta_i / s * g_i + theta_i * (1 - g_i)     (Peng et al. 2023)
+//                g_i = clamp((i - low) / (high - low), 0, 1), the interpolation weight, with
+//                low  = max(0,     floor(d ln(L / (beta_fast 2 pi)) / (2 ln b)))
+//                high = min(d - 1, ceil (d ln(L / (beta_slow 2 pi)) / (2 ln b)))  (+0.001 if equal)
+//                and the attention factor a = 0.1 ln s + 1 (s > 1; else 1) on q and on k
+//   llama3       g_i = 0 where lambda_i < L / high_freq_factor (kept), 1 where lambda_i >
+//                L / low_freq_factor (divided by s), else 1 - (L / lambda_i - low_freq_factor) /
+//                (high_freq_factor - low_freq_factor); theta'_i as for yarn
+//
+// The interpolation weight g_i says how much of pair i is interpolated (divided by s): exactly
+// the mixing weight for yarn and llama3, 1 for linear, 0 for none; for ntk and dynamic_ntk,
+// which change the base instead of mixing, it is the equivalent weight
+// g_i = (1 - theta'_i / theta_i) / (1 - 1 / s_eff) (s_eff = s, or dynamic's s K / L - (s - 1);
+// 0 when s_eff = 1). With d = 2 (a single pair, theta_0 = 1 whatever the base) ntk has nothing
+// to change: s^(d/(d-2)) is not defined there and the base is left as it is.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "config/choices.hpp"
+#include "config/options.hpp"
+
+namespace poslab {
+
+enum class RopeScalingMethod { none, linear, ntk, dynamic_ntk, yarn, llama3 };
+
+// "none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3": the values of option `scaling`.
+const std::vector<std::string>& rope_scaling_names();
+
+struct RopeScaling {
+  RopeScalingMethod method = RopeScalingMethod::none;
+  double factor = 1;              // s
+  std::int64_t original_len = 0;  // L (0: not set; dynamic_ntk, yarn and llama3 need it)
+  double beta_fast = 32;          // yarn: pairs with more rotations over L are kept
+  double beta_slow = 1;           // yarn: pairs with fewer rotations over L are interpolated
+  double low_freq_factor = 1;     // llama3
+  double high_freq_factor = 4;    // llama3
+  double attention_factor_option = 0;  // 0: the method's default (attention_factor())
+
+  // The factor q and k are each multiplied by (the logits by its square): the option if set,
+  // else 0.1 ln s + 1 for yarn with s > 1 (Hugging Face's get_mscale), else 1.
+  double attention_factor() const;
+  // The scale dynamic NTK uses for a call covering `key_len` keys: s K / L - (s - 1) if K > L,
+  // else 1 (the trained base).
+  double dynamic_factor(std::int64_t key_len) const;
+};
+
+// The options `scaling`, `factor`, `original_len`, `beta_fast`, `beta_slow`, `attention_factor`,
+// `low_freq_factor`, `high_freq_factor` with their defaults (none: plain RoPE).
+std::vector<OptionSpec> rope_scaling_options();
+
+// Reads them back (the option keys above must be declared); throws std::invalid_argument on a
+// combination rope_scaling_problem reports.
+RopeScaling rope_scaling_from_options(const Options& o);
+
+// What is wrong with the scaling options of an encoding section, with the keys to blame (the
+// config loader's rule between keys): a factor <= 0, original_len missing where the method needs
+// it, a factor set with scaling = none, beta or frequency factors out of order.
+std::optional<ConfigProblem> rope_scaling_problem(const Options& o);
+
+// One rotation pair: its plain inverse frequency, the scaled one and its interpolation weight.
+struct RotaryPair {
+  double theta;          // theta_i = b^(-2i/d)
+  double theta_scaled;   // theta'_i
+  double interpolation;  // g_i
+};
+
+// out[i] for i = 0 .. pairs - 1 (d = 2 pairs), for a call covering key_len keys (only
+// dynamic_ntk reads it). Allocates nothing.
+void scaled_frequencies(const RopeScaling& s, double base, int pairs, std::int64_t key_len,
+                        RotaryPair* out);
+
+}  // namespace poslab
