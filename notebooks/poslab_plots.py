@@ -565,7 +565,9 @@ def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact
         keys = [()]
     factors = sorted(rows["factor"].unique())
     depths = sorted(rows["passkey_depth"].unique())
-    fig, axes = panels(keys, width=0.62 * len(factors) + 2.0, height=0.42 * len(depths) + 1.6)
+    # At least 3.4 inches a panel: the x label must not run into the next panel's.
+    fig, axes = panels(keys, width=max(3.4, 0.62 * len(factors) + 2.0),
+                       height=0.42 * len(depths) + 1.6)
     image = None
     for ax, key in zip(axes, keys):
         part = rows
@@ -617,6 +619,10 @@ def standard_figures(study_dir, out_dir=None):
     written = []
     kinds = set(summary["kind"])
     study = str(summary["study"].iloc[0]) if len(summary) else ""
+    if kinds <= {"main", "passkey"} and "passkey" in kinds:  # a passkey study: its heatmaps only
+        written += passkey_figures(summary, out_dir)
+        written.append(poslab_stats.write_summary_ci(study_dir))
+        return written
     if study.startswith("pilot_"):  # pilots choose settings: their own figures
         if "gate" in kinds:
             written += pilot_gate(summary, out_dir, "pilot_gate")
