@@ -5,9 +5,10 @@
 #   bash scripts/test-slurm.sh                    # uses build/poslab
 #   POSLAB=/path/to/poslab bash scripts/test-slurm.sh
 #   KEEP_WORK=1 bash scripts/test-slurm.sh        # keep the work directory (logs, results)
+#   ONLY_SCENARIOS=scenario_two_stages bash scripts/test-slurm.sh   # only the scenarios named
 #
 # Needs root (it installs Debian's Slurm and MUNGE packages if they are missing) and a built
-# poslab; it builds nothing. A few minutes once the packages are installed (two scenarios).
+# poslab; it builds nothing. A few minutes once the packages are installed (three scenarios).
 #
 # How a one-node Slurm cluster fits together (the three daemons this script starts):
 #   munged     MUNGE, the authentication service: every Slurm message carries a credential
@@ -600,8 +601,122 @@ scenario_cancel_reexport_resubmit() {
     "equals a local run's, every run trained to the end once"
 }
 
-# The scenarios main runs, in order.
-SCENARIOS=(scenario_export_matches_local scenario_cancel_reexport_resubmit)
+# Scenario 3, a study in two stages: a parent variant trained at segment 8 and a child variant
+# that fine-tunes it at 16 (`from`), two seeds. The export writes one job array per stage and a
+# submit.sh that submits the second with --dependency=afterok on the first. Submitted as is,
+# the second stage must wait (reason Dependency) while the first runs, start no earlier than the
+# first ended, complete, and start every child from its parent's checkpoint; the summary must
+# equal the same study run locally.
+scenario_two_stages() {
+  local results="$WORK/results-3" local_results="$WORK/results-3-local" study="$WORK/stages.toml"
+  local submit_script jobs=() job reason dependency
+  log "scenario 3: a two-stage study, the second stage submitted with --dependency=afterok"
+  cat >"$study" <<'STUDY'
+[study]
+name = "stages"
+[base.model]
+d_model = 16
+n_layers = 1
+n_heads = 2
+d_inner = 32
+[base.train]
+seq_len = 8
+batch_size = 4
+steps = 1500
+threads = 1
+[base.eval]
+batches = 2
+[base.encoding]
+type = "rope"
+[sweep]
+"train.seed" = [31, 32]
+[[variant]]
+name = "short"
+[[variant]]
+name = "long"
+from = "short"
+set = { "train.seq_len" = 16, "train.steps" = 300, "train.lr" = 3e-4, "train.warmup_steps" = 0 }
+STUDY
+  "$POSLAB" run "$study" --export slurm --out "$results" >"$WORK/export-3.txt" 2>&1 ||
+    { cat "$WORK/export-3.txt"; echo "FAIL: the export failed"; return 1; }
+  cat "$WORK/export-3.txt"
+  grep -q "in 2 stages" "$WORK/export-3.txt" || { echo "FAIL: the export has no second stage"; return 1; }
+  submit_script=$(sed -n 's/^submit with: //p' "$WORK/export-3.txt" | tail -n 1)
+  submit_script=${submit_script#\'}
+  submit_script=${submit_script%\'}
+  grep -q -- "--dependency=afterok:" "$submit_script" ||
+    { cat "$submit_script"; echo "FAIL: submit.sh has no afterok dependency"; return 1; }
+  bash "$submit_script" >"$WORK/submit-3.txt" 2>&1 ||
+    { cat "$WORK/submit-3.txt"; echo "FAIL: submit.sh failed"; return 1; }
+  cat "$WORK/submit-3.txt"
+  mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-3.txt")
+  ((${#jobs[@]} == 2)) || { echo "FAIL: expected 2 jobs (one per stage), got ${#jobs[@]}"; return 1; }
+
+  # While stage 1 runs, stage 2 is held by its dependency on stage 1's array.
+  dependency=$(scontrol -o show job "${jobs[1]}" | grep -o 'Dependency=[^ ]*' | head -n 1)
+  reason=$(squeue -h -r -j "${jobs[1]}" -o %r | head -n 1)
+  echo "stage 2 (job ${jobs[1]}): $dependency, reason $reason"
+  [[ "$dependency" == *"afterok:${jobs[0]}"* ]] ||
+    { echo "FAIL: stage 2 does not depend on stage 1 (job ${jobs[0]}) with afterok"; return 1; }
+  [[ "$reason" == Dependency ]] ||
+    { echo "FAIL: stage 2 is not held by its dependency while stage 1 runs (reason: $reason)"; return 1; }
+
+  for job in "${jobs[@]}"; do
+    wait_for_job "$job" || { echo "FAIL: job $job did not finish in ${JOB_TIMEOUT}s"; return 1; }
+  done
+  local states bad
+  for job in "${jobs[@]}"; do
+    states=$(job_states "$job")
+    echo "job $job, task state exit-code:"
+    echo "$states" | awk '{ print "  " $1, $2, $3 }'
+    bad=$(awk '$2 != "COMPLETED"' <<<"$states")
+    [[ -z "$bad" ]] || { echo "FAIL: job $job has tasks that did not complete"; return 1; }
+  done
+
+  # Stage 2 started no earlier than stage 1's last task ended (ISO times sort as text).
+  local stage1_end stage2_start
+  stage1_end=$(scontrol -o show job "${jobs[0]}" | grep -o 'EndTime=[^ ]*' | cut -d= -f2 | sort | tail -n 1)
+  stage2_start=$(scontrol -o show job "${jobs[1]}" | grep -o 'StartTime=[^ ]*' | cut -d= -f2 | sort | head -n 1)
+  echo "stage 1 ended $stage1_end, stage 2 started $stage2_start"
+  [[ ! "$stage2_start" < "$stage1_end" ]] ||
+    { echo "FAIL: stage 2 started before stage 1 had ended"; return 1; }
+
+  # Every child started from its parent's very checkpoint (SHA-256 recorded in its eval.json).
+  /usr/bin/python3 - "$results/runs" <<'PY' || { echo "FAIL: a child does not name its parent's checkpoint"; return 1; }
+import hashlib, json, os, sys
+runs = sys.argv[1]
+def checkpoint_sha256(run):
+    d = os.path.join(runs, run, "checkpoint")
+    manifest = open(os.path.join(d, "manifest.json"), "rb").read()
+    h = hashlib.sha256(manifest)
+    for p in json.loads(manifest)["parameters"]:
+        h.update(open(os.path.join(d, p["file"]), "rb").read())
+    return h.hexdigest()
+for seed in (31, 32):
+    child = json.load(open(os.path.join(runs, f"long__train.seed-{seed}", "eval.json")))
+    record = child["provenance"]["init_from"]
+    expected = checkpoint_sha256(f"short__train.seed-{seed}")
+    print(f"seed {seed}: child from {record['path']}, checkpoint {record['checkpoint_sha256'][:16]}...")
+    if record["checkpoint_sha256"] != expected or not record["path"].endswith(f"short__train.seed-{seed}"):
+        sys.exit(f"seed {seed}: recorded {record}, parent's checkpoint is {expected}")
+PY
+
+  "$POSLAB" run "$study" --summary-only --out "$results" >"$WORK/summary-3.txt" 2>&1 ||
+    { cat "$WORK/summary-3.txt"; echo "FAIL: --summary-only failed"; return 1; }
+  grep -q "^4 done, 0 pending" "$WORK/summary-3.txt" ||
+    { cat "$WORK/summary-3.txt"; echo "FAIL: not every run is done"; return 1; }
+  log "running the same two-stage study locally (--jobs 2)"
+  "$POSLAB" run "$study" --jobs 2 --out "$local_results" >"$WORK/local-3.txt" 2>&1 ||
+    { tail -n 20 "$WORK/local-3.txt"; echo "FAIL: the local run failed"; return 1; }
+  compare_summaries "$results/summary.csv" "$local_results/summary.csv" ||
+    { echo "FAIL: the summaries differ"; return 1; }
+  echo "PASS: the second stage waited for the first (afterok), every child started from its" \
+    "parent's checkpoint, and the summary equals a local run's"
+}
+
+# The scenarios main runs, in order (ONLY_SCENARIOS="name ..." in the environment: only those).
+SCENARIOS=(scenario_export_matches_local scenario_cancel_reexport_resubmit scenario_two_stages)
+if [[ -n "${ONLY_SCENARIOS:-}" ]]; then read -r -a SCENARIOS <<<"$ONLY_SCENARIOS"; fi
 
 # =============================================================================================
 # main

@@ -26,6 +26,7 @@
 #include "tasks/make_source.hpp"
 #include "train/checkpoint.hpp"
 #include "train/evaluate.hpp"
+#include "train/init_from.hpp"
 #include "train/memory_estimate.hpp"
 #include "train/passkey_eval.hpp"
 #include "train/registered_choices.hpp"
@@ -333,6 +334,18 @@ int run_train(const Config& cfg, ExistingRun existing) {
   }
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   model.init(cfg.train.seed);
+  // Fine-tuning (train/init_from.hpp): the parent is checked and loaded here, before anything is
+  // written, so a parameter of another shape is refused with nothing to clean up. A child that
+  // continues from its own saved state (--resume) takes the record it wrote when it started and
+  // does not read the parent again: the saved state holds its parameters and moments.
+  std::optional<ParentRun> parent;
+  bool parent_recorded = false;
+  if (!cfg.train.init_from.empty()) {
+    const std::filesystem::path dir(cfg.out_dir);
+    parent_recorded = existing == ExistingRun::resume && has_training_state(dir) &&
+                      std::filesystem::exists(dir / kParentRecordFile);
+    parent = parent_recorded ? read_parent_record(dir) : initialize_from_parent(cfg, model);
+  }
   double unigram = std::nan(""), bigram = std::nan("");
   std::string corpus_description;
   if (cfg.task.name == "lm") {
@@ -364,6 +377,14 @@ int run_train(const Config& cfg, ExistingRun existing) {
             << provenance.poslab_version << " at " << provenance.commit << ", "
             << provenance.threads << " threads (" << provenance.threads_from << ")\n";
   if (!corpus_description.empty()) std::cout << "  " << corpus_description << "\n";
+  if (parent) {
+    if (!parent_recorded || !std::filesystem::exists(run.file(kParentRecordFile)))
+      run.write_json(kParentRecordFile, parent->to_json());
+    std::cout << "  fine-tuning from " << parent->path << " (" << parent->encoding << ", segment "
+              << parent->seq_len << ", " << parent->steps << " steps; checkpoint sha256 "
+              << parent->checkpoint_sha256.substr(0, 12) << "...), optimizer "
+              << (parent->optimizer ? "continued from its Adam moments" : "fresh") << "\n";
+  }
 
   // SIGTERM (Slurm's warning before the time limit, `poslab run` stopping) or SIGINT: the step
   // in progress ends, the training state is saved, and `--resume` continues from it.
@@ -378,8 +399,10 @@ int run_train(const Config& cfg, ExistingRun existing) {
   TrainReport report;
   nlohmann::json evaluations = nlohmann::json::array();
   try {
+    const OptimizerStart optimizer{
+        .moment_steps_before = parent && parent->optimizer ? parent->steps : 0};
     report = train_model(model, cfg, *train_source, valid_source.get(), &metrics, std::cout,
-                         &resumable);
+                         &resumable, optimizer);
     // Between two evaluations, a stop request saves the trained model, then stops.
     auto stop_if_requested = [&] {
       if (const int signal = stop_requested()) {
@@ -428,6 +451,7 @@ int run_train(const Config& cfg, ExistingRun existing) {
                                   : std::string(" (NaN): the model is broken")) +
                              "; the run in " + cfg.out_dir + " is left unfinished");
   save_checkpoint(run.path(), model.arena());
+  save_optimizer_state(run.path(), model.arena());  // for children with train.init_optimizer
   nlohmann::json result = {{"loss", main_eval["loss"]},
                            {"accuracy", main_eval.value("accuracy", 0.0)},
                            {"exact_match", main_eval.value("exact_match", 0.0)},
@@ -455,6 +479,10 @@ int run_train(const Config& cfg, ExistingRun existing) {
   if (!std::isnan(unigram)) result["unigram_loss"] = unigram;
   if (!std::isnan(bigram)) result["bigram_loss"] = bigram;
   if (!corpus_description.empty()) result["corpus"] = corpus_description;
+  if (parent) {  // fine-tuned: from which run, exactly
+    result["fine_tuned_from"] = parent->path;
+    result["provenance"]["init_from"] = parent->to_json();
+  }
   run.write_json("eval.json", result);  // written last: marks the run as finished
   remove_training_state(run.path());     // checkpoint/ holds the trained parameters
   if (!std::isnan(unigram) && main_eval["loss"].is_number())

@@ -36,6 +36,7 @@
 
 #include "cli/commands.hpp"
 #include "config/load.hpp"
+#include "config/toml_text.hpp"
 #include "encodings/registry.hpp"
 #include "nn/inference_scratch.hpp"
 #include "tasks/task.hpp"
@@ -175,6 +176,8 @@ struct Arguments {
   int scaling_tokens = 1024;         // bench --scaling: batch x segment
   bool force = false;                // train: move an existing run aside
   bool resume = false;               // train: finish (or skip) the same experiment
+  std::string init_from;             // train: a finished run to start from (train.init_from)
+  bool init_optimizer = false;       // train: with its Adam moments (train.init_optimizer)
   std::string token_losses_file;     // eval: per-token losses (.npy)
   std::string describe;              // encodings --describe: the encoding
   long describe_length = 0;          // encodings --length: keys of the call (0: the config's)
@@ -251,6 +254,15 @@ int run(int argc, char** argv) {
                   "bit-identical to an uninterrupted run), or train it again from step 0 if it "
                   "has none. Another config is refused")
       ->excludes(force);
+  train->add_option("--init-from", args.init_from,
+                    "Fine-tune: start from the parameters of this finished run instead of a "
+                    "random initialisation (sets train.init_from). The config may change "
+                    "anything but a parameter's shape: segment, batch, steps, lr and schedule, "
+                    "data, the encoding's non-parameter options (rope's scaling)")
+      ->type_name("RUN_DIR");
+  train->add_flag("--init-optimizer", args.init_optimizer,
+                  "With --init-from: also start from its Adam moments, their bias correction "
+                  "continuing from its step count (sets train.init_optimizer; default: fresh)");
   train->footer(
       "Writes into the run directory (out_dir): config.toml (the fully resolved config),\n"
       "metrics.csv (one row per logged step), checkpoint/ (parameters as .npy files) and\n"
@@ -270,9 +282,17 @@ int run(int argc, char** argv) {
       "or \"sentence\"), eval.passkey_instances per cell (default 100), scored teacher-forced and\n"
       "greedy. An instance needs at least 103 bytes. train.passkey_fraction = 0.02 mixes such\n"
       "instances into that fraction of the training rows (the same rows for every arm).\n"
+      "Fine-tuning (--init-from RUN, docs/06): RUN must be finished (eval.json); a parameter\n"
+      "whose shape or name would differ (d_model, vocab_size, learned's max_len, ...) is\n"
+      "refused before anything is written, naming it and both shapes. The run records its\n"
+      "parent in init_from.json and eval.json (path, SHA-256 of its config.toml and\n"
+      "checkpoint); --resume continues a fine-tuned run from its own saved state.\n"
       "Example:\n"
       "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
-      "encoding.clip_k=8 --out runs/shaw-k8");
+      "encoding.clip_k=8 --out runs/shaw-k8\n"
+      "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
+      "encoding.clip_k=8 --init-from runs/shaw-k8 --set train.seq_len=128 --set "
+      "train.steps=200 --out runs/shaw-k8-128");
 
   CLI::App* eval = app.add_subcommand(
       "eval", "Evaluate the checkpoint of a finished run, possibly at another length or memory.");
@@ -496,6 +516,13 @@ int run(int argc, char** argv) {
     }
     if (*train) {
       die_with_runner();
+      // --init-from and --init-optimizer are config keys given on the command line: the loader
+      // checks them with the rest, and config.toml records them.
+      if (train->count("--init-from")) {
+        check_path_argument("--init-from", args.init_from);
+        args.overrides.push_back("train.init_from=" + toml_string(args.init_from));
+      }
+      if (args.init_optimizer) args.overrides.push_back("train.init_optimizer=true");
       Config cfg = load_config(args.config_path, registered_choices(), args.overrides);
       if (train->count("--out")) {
         check_path_argument("--out", args.out_dir);

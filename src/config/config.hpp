@@ -88,6 +88,14 @@ struct TrainConfig {
   // each row is replaced by one with this probability (0 = never; the same rows and instances
   // for every arm with the same seed). Filler as eval.passkey_filler, from the train split.
   double passkey_fraction = 0.0;
+  // Fine-tuning (train/init_from.hpp): a finished run's directory whose parameters this run
+  // starts from instead of a random initialisation ("" = none). Every parameter must keep its
+  // shape; everything else (segment, batch, steps, learning rate and schedule, the encoding's
+  // options that are not parameters, the data) may change.
+  std::string init_from = "";
+  // With init_from: also start from the parent's Adam moments, their bias correction continuing
+  // from the parent's step count. Default: the optimizer starts fresh.
+  bool init_optimizer = false;
 };
 
 // What the model is trained on: a text corpus, or a generated task (src/tasks).

@@ -420,6 +420,8 @@ const std::vector<Field>& schema() {
       KEY(train, randomized_positions, anything()),
       KEY(train, max_position, at_least(1)),
       KEY(train, passkey_fraction, closed(0, 1)),
+      KEY(train, init_from, (Bounds{.path = true})),  // "" = no parent
+      KEY(train, init_optimizer, anything()),
 
       KEY(eval, seq_len, at_least(0)),   // 0 = train.seq_len
       KEY(eval, mem_len, at_least(-1)),  // -1 = memory.mem_len
@@ -716,6 +718,10 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
              ") must be at least train.seq_len + memory.mem_len (" +
              std::to_string(std::int64_t(t.seq_len) + config.memory.mem_len) +
              ") with train.randomized_positions: a window samples that many distinct positions");
+  if (t.init_optimizer && t.init_from.empty())
+    fail(blame({"train.init_optimizer"}),
+         "train.init_optimizer = true needs train.init_from (the run whose Adam moments to "
+         "start from)");
   // Evaluation lengths are train.seq_len x factor, held as int.
   for (const char* key :
        {"eval.length_factors", "eval.memory_factors", "eval.passkey_length_factors"}) {

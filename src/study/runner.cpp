@@ -62,10 +62,6 @@ std::string read_text_file(const fs::path& file) {
 // 1. The plan: where each run goes and how far it got
 // ---------------------------------------------------------------------------------------------
 
-// Each run's Config writes into its own directory of the results.
-void place_runs(std::vector<PlannedRun>& runs, const StudyLayout& layout) {
-  for (PlannedRun& run : runs) run.config.out_dir = layout.run_dir(run).string();
-}
 
 // The executable the children run: --poslab, or this very binary.
 std::string child_executable(const RunStudyOptions& options) {
@@ -101,6 +97,7 @@ void print_status(const Study& study, const std::vector<PlannedRun>& runs,
     std::string label = to_string(status[i]);
     out << "  " << label << std::string(11 - label.size(), ' ') << runs[i].id
         << std::string(width - runs[i].id.size() + 2, ' ') << "runs/" << runs[i].dir_name << "\n";
+    if (!runs[i].parent_id.empty()) out << "             from " << runs[i].parent_id << "\n";
     if (status[i] == RunStatus::stale) out << "             " << why[i] << "\n";
     if (status[i] == RunStatus::running)
       if (const std::optional<ClaimInfo> claim = read_claim(layout.run_dir(runs[i])))
@@ -144,16 +141,49 @@ SlurmOptions slurm_options(const Study& study, const RunStudyOptions& options) {
   return o;
 }
 
+// The stage of each run to export: 0 if it starts from scratch or from a run that is done;
+// else one more than its parent's, which must be exported with it. Runs are ordered by stage
+// (parents before children).
+std::vector<int> export_stages(const std::vector<PlannedRun>& runs,
+                               const std::vector<RunStatus>& status,
+                               std::vector<std::size_t>& pending) {
+  std::vector<int> stage_of(runs.size(), -1);
+  for (std::size_t i : pending) stage_of[i] = 0;
+  const std::vector<int> exported = stage_of;  // >= 0: exported
+  // Depth by walking up to the first parent that is done (stages are at most as many as runs).
+  for (std::size_t i : pending) {
+    int depth = 0;
+    for (std::size_t at = i; runs[at].parent != PlannedRun::kNoParent; at = runs[at].parent) {
+      const std::size_t parent = runs[at].parent;
+      if (status[parent] == RunStatus::done) break;
+      if (exported[parent] < 0)
+        throw std::runtime_error(
+            "run '" + runs[at].id + "' starts from '" + runs[parent].id + "', which is " +
+            to_string(status[parent]) + " and not exported with it (--only): export both, or "
+            "finish the parent first");
+      ++depth;
+    }
+    stage_of[i] = depth;
+  }
+  std::stable_sort(pending.begin(), pending.end(),
+                   [&](std::size_t a, std::size_t b) { return stage_of[a] < stage_of[b]; });
+  std::vector<int> stages;
+  for (std::size_t i : pending) stages.push_back(stage_of[i]);
+  return stages;
+}
+
 int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
-                const std::vector<RunStatus>& status, const StudyLayout& layout,
-                const RunStudyOptions& options, std::ostream& out) {
+                const std::vector<RunStatus>& status, const std::vector<std::size_t>& chosen,
+                const StudyLayout& layout, const RunStudyOptions& options, std::ostream& out) {
   std::vector<std::size_t> pending;
-  for (std::size_t i = 0; i < runs.size(); ++i)
+  for (std::size_t i : chosen)
     if (status[i] != RunStatus::done) pending.push_back(i);
   if (pending.empty()) {
     std::cerr << "poslab run: every run of '" << study.name << "' is done; nothing to export\n";
     return 0;
   }
+  // Before anything is written: a child whose parent is neither done nor exported is refused.
+  const std::vector<int> stages = export_stages(runs, status, pending);
   if (options.export_format == "slurm") check_slurm_results_path(layout.root);
   fs::create_directories(layout.root / "runs");  // where the commands write their logs
   const std::string poslab = exported_executable(options);
@@ -168,8 +198,10 @@ int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
       const fs::path config = submission.directory / "configs" / (runs[i].dir_name + ".toml");
       fs::create_directories(config.parent_path());
       write_file_atomically(config, config_to_toml(runs[i].config));
-      submission.commands.push_back(export_command(runs[i], layout, poslab, config));
+      submission.commands.push_back(
+          export_command(runs[i], layout, poslab, config, options.threads));
     }
+    submission.stages = stages;
     submission.options = slurm_options(study, options);
     if (submission.options.max_array_size > 0) {
       submission.tasks_per_array = submission.options.max_array_size;
@@ -186,7 +218,7 @@ int export_runs(const Study& study, const std::vector<PlannedRun>& runs,
   std::vector<std::string> lines;
   for (std::size_t i : pending) {
     write_config_file(runs[i], layout);  // the commands refer to them
-    lines.push_back(export_command(runs[i], layout, poslab));
+    lines.push_back(export_command(runs[i], layout, poslab, {}, options.threads));
   }
   const std::size_t count = lines.size();
   std::string commands;
@@ -256,9 +288,14 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
                                        const StudyLayout& layout) {
   std::vector<std::string> commits;  // the distinct builds behind the finished runs
   const bool has_variants = !study.variants.empty();
+  // A study with stages (a variant with `from`) says which run each one started from.
+  const bool has_stages = std::any_of(runs.begin(), runs.end(), [](const PlannedRun& r) {
+    return r.parent != PlannedRun::kNoParent;
+  });
   std::vector<Cell> header = {"study", "run"};
   for (const SweepAxis& axis : study.axes) header.push_back(axis.key);
   if (has_variants) header.push_back("variant");
+  if (has_stages) header.push_back("parent");
   std::vector<Cell> positions_header = header;
   positions_header.erase(positions_header.begin());  // no study column: one study per file
   for (const char* c : {"kind", "factor", "seq_len", "mem_len"}) {
@@ -294,6 +331,7 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
     std::vector<Cell> who = {Cell(study.name), Cell(run.id)};
     for (const SweepAxis& axis : study.axes) who.push_back(Cell(run.sweep_values.at(axis.key)));
     if (has_variants) who.push_back(Cell(run.variant));
+    if (has_stages) who.push_back(Cell(run.parent_id));
 
     for (const nlohmann::json& e : evaluations_of(eval)) {
       std::vector<Cell> setting;
@@ -337,10 +375,11 @@ std::string last_line_of(const fs::path& file) {
 
 // `POSLAB train --config FILE [--set train.threads=T]`.
 std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
-                                         const std::string& executable, int threads) {
+                                         const std::string& executable, int threads, bool given) {
   std::vector<std::string> args = {executable, "train", "--config",
                                    layout.config_file(run).string()};
-  if (threads > 0 && run.config.train.threads == 0)  // 0 = all cores: too many beside other runs
+  // 0 = all cores: too many beside other runs. --threads (given) wins over the study.
+  if (threads > 0 && (given || run.config.train.threads == 0))
     args.insert(args.end(), {"--set", "train.threads=" + std::to_string(threads)});
   return args;
 }
@@ -348,6 +387,14 @@ std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayou
 void write_config_file(const PlannedRun& run, const StudyLayout& layout) {
   fs::create_directories(layout.config_file(run).parent_path());
   write_file_atomically(layout.config_file(run), config_to_toml(run.config));
+}
+
+void place_runs(std::vector<PlannedRun>& runs, const StudyLayout& layout) {
+  for (PlannedRun& run : runs) {
+    run.config.out_dir = layout.run_dir(run).string();
+    if (run.parent != PlannedRun::kNoParent)
+      run.config.train.init_from = layout.run_dir(runs[run.parent]).string();
+  }
 }
 
 std::string to_string(RunStatus status) {
@@ -395,8 +442,8 @@ std::string shell_quote(const std::string& word) {
 }
 
 std::string export_command(const PlannedRun& run, const StudyLayout& layout,
-                           const std::string& poslab, const fs::path& config_file) {
-  std::vector<std::string> args = train_arguments(run, layout, poslab, 0);
+                           const std::string& poslab, const fs::path& config_file, int threads) {
+  std::vector<std::string> args = train_arguments(run, layout, poslab, threads, threads > 0);
   if (!config_file.empty()) args[3] = config_file.string();  // {poslab, train, --config, FILE}
   std::string train;
   for (const std::string& arg : args) train += (train.empty() ? "" : " ") + shell_quote(arg);
@@ -423,6 +470,7 @@ bool selected(const PlannedRun& run, const std::vector<std::string>& only) {
 
 int run_study(const RunStudyOptions& options, std::ostream& out) {
   if (options.jobs < 1) throw std::runtime_error("--jobs must be at least 1");
+  if (options.threads < 0) throw std::runtime_error("--threads must be at least 1");
   // These paths reach commands.txt and the Slurm scripts: a line break there would start a
   // command.
   check_path_argument("poslab run STUDY", options.study_path);
@@ -495,10 +543,7 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
                              "\ndelete those directories to run them again, or use --out DIR");
 
   if (!options.export_format.empty()) {
-    std::vector<PlannedRun> exported;
-    std::vector<RunStatus> exported_status;
-    for (std::size_t i : chosen) exported.push_back(runs[i]), exported_status.push_back(status[i]);
-    return export_runs(study, exported, exported_status, layout, options, out);
+    return export_runs(study, runs, status, chosen, layout, options, out);
   }
 
   const std::string executable = child_executable(options);
@@ -521,16 +566,19 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
     else if (status[i] == RunStatus::running) ++running_elsewhere;
     else todo.push_back(i);
   }
+  const SchedulerJob job{study,   runs,         layout, executable, exported_executable(options),
+                         options.jobs, options.threads};
+  const int threads = threads_per_run(job);
   out << "study '" << study.name << "': " << chosen.size() << " runs"
       << (chosen.size() < runs.size() ? " (--only; of " + std::to_string(runs.size()) + ")" : "")
       << ", " << done << " already done, " << todo.size() << " to run, "
-      << options.jobs << " at a time; results in " << layout.root.string() << std::endl;
+      << options.jobs << " at a time, " << threads << (threads == 1 ? " thread" : " threads")
+      << " each (" << (options.threads > 0 ? "--threads" : "cores / jobs")
+      << "); results in " << layout.root.string() << std::endl;
   const std::string elsewhere =
       std::to_string(running_elsewhere) + " run(s) are being trained by another process (their "
       "directory is locked): left alone; run the study again once they finish";
   if (running_elsewhere) out << elsewhere << std::endl;
-  const SchedulerJob job{study, runs, layout, executable, exported_executable(options),
-                         options.jobs};
   const int code = run_scheduled(job, todo, done, chosen.size() - running_elsewhere, out);
   if (running_elsewhere) out << "note: " << elsewhere << std::endl;
   return code;
@@ -549,6 +597,13 @@ CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
   run->add_option("--jobs,-j", options.jobs,
                   "Runs at the same time (default 1); each gets max(1, cores / jobs) threads")
       ->type_name("N")
+      ->check(CLI::Range(1, 1024));
+  run->add_option("--threads", options.threads,
+                  "Threads of each run (default max(1, cores / jobs)), over the study's "
+                  "train.threads; also in exported commands. Not part of a run's identity: "
+                  "the same config gives the same bits at any thread count, so finished runs "
+                  "stay done")
+      ->type_name("T")
       ->check(CLI::Range(1, 1024));
   CLI::Option* dry_run = run->add_flag(
       "--dry-run", options.dry_run,
@@ -617,10 +672,18 @@ CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
   [[variant]]                     # optional: named override sets crossed with the grid
   name = "no_a"
   set = { "encoding.term_a" = false }
+  [[variant]]                     # a second stage: each run fine-tunes no_a's run at the same
+  name = "no_a_long"              # grid point (train.init_from); inherits no_a's set, then
+  from = "no_a"                   # applies its own
+  set = { "train.seq_len" = 128, "train.steps" = 200 }
   [smoke]                         # overrides applied by --smoke: a tiny version in seconds
   "train.steps" = 5
-Every run's config is checked before anything runs; a mistake names the file, line and key.
+Every run's config is checked before anything runs; a mistake names the file, line and key
+(a `from` naming no variant, or variants that start from each other in a cycle, too).
 A run is named by its settings (encoding.type=shaw,train.seed=2, or no_a,train.seed=1).
+Stages: a child starts only after its parent finished (whatever --jobs); a child whose parent
+failed is reported as not run (exit code 1). --export slurm submits each stage with
+--dependency=afterok on the stage before (submit.sh).
 
 Writes into the results directory (results/NAME, results/NAME-smoke with --smoke):
   configs/<run>.toml, runs/<run>/ (by `poslab train`; eval.json last), runs/<run>.log,

@@ -30,6 +30,8 @@
 //   /proc/self/exe: the very binary that is running, even if it is rebuilt meanwhile.
 // - A failed run (non-zero exit) is reported with its log and the study goes on; the exit code
 //   is 1 at the end if any run failed.
+// - Stages (a variant with `from`, study.hpp): a run starts only once its parent is done; a run
+//   whose parent failed or cannot run is reported as not run (exit code 1), never started.
 // - Ctrl-C (SIGINT) or SIGTERM is forwarded to the running children, which finish their step,
 //   save their training state and stop; the next `poslab run` continues them. Exit code 130
 //   (143 for SIGTERM).
@@ -75,6 +77,7 @@ struct StudyLayout {
 struct RunStudyOptions {
   std::string study_path;
   int jobs = 1;
+  int threads = 0;            // threads of each run (--threads); 0 = max(1, cores / jobs)
   bool dry_run = false;
   bool smoke = false;
   std::string out;            // results directory; "" = results/NAME (results/NAME-smoke)
@@ -117,14 +120,23 @@ RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::stri
 // `poslab train --config FILE --resume`, appending to the run's .log: a finished run is left as
 // it is, a run another process trains is refused, an unfinished one is trained from step 0.
 // `config_file`: the run's config, if not layout.config_file(run) (a pinned Slurm submission).
+// `threads` > 0 (--threads): the command sets train.threads to it.
 std::string export_command(const PlannedRun& run, const StudyLayout& layout,
                            const std::string& poslab,
-                           const std::filesystem::path& config_file = {});
+                           const std::filesystem::path& config_file = {}, int threads = 0);
 
-// `POSLAB train --config FILE [--set train.threads=T]` for `run` (T only if threads > 0 and the
-// study left train.threads at 0, "all cores", too many beside other runs).
+// `POSLAB train --config FILE [--set train.threads=T]` for `run`: T only if threads > 0 and
+// either the study left train.threads at 0 ("all cores", too many beside other runs) or
+// `given` (the user's --threads, which wins over the study). The thread count is no part of a
+// run's identity: the same config gives the same bits with any count (docs/06, "Threads and
+// reproducibility"), so a run made with other threads is still done, never stale.
 std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
-                                         const std::string& executable, int threads);
+                                         const std::string& executable, int threads,
+                                         bool given = false);
+
+// Gives every run its directory in the layout (config.out_dir) and every later-stage run its
+// parent's directory (config.train.init_from).
+void place_runs(std::vector<PlannedRun>& runs, const StudyLayout& layout);
 
 // Writes the run's resolved config to layout.config_file(run) (atomically).
 void write_config_file(const PlannedRun& run, const StudyLayout& layout);

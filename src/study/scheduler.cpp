@@ -78,13 +78,6 @@ void append_line(const fs::path& file, const std::string& line) {
   if (!out) throw std::runtime_error("cannot append to " + file.string());
 }
 
-// The cores this process may run on (taskset and cgroup cpusets included).
-int available_cores() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 
 // Signals, turned into bytes on a pipe (the self-pipe trick): the scheduler sleeps in poll() on
@@ -189,21 +182,37 @@ class Scheduler {
   Scheduler(const SchedulerJob& job, std::ostream& out)
       : study_(job.study), runs_(job.runs), layout_(job.layout), executable_(job.executable),
         shown_as_(job.shown_as), jobs_(job.jobs),
-        threads_(std::max(1, available_cores() / job.jobs)), out_(out) {}
+        threads_(threads_per_run(job)), threads_given_(job.threads > 0), out_(out) {}
 
   // Runs the runs at `todo` (indices into runs); returns the exit code.
   int run(const std::vector<std::size_t>& todo) {
     start_ = Clock::now();
     std::deque<std::size_t> queue(todo.begin(), todo.end());
+    outcome_.assign(runs_.size(), Outcome::elsewhere);
+    for (std::size_t i : todo) outcome_[i] = Outcome::queued;
     SignalWatch signals;
     bool forwarded = false;
     while (true) {
-      while (!signals.interrupted_by() && running_.size() < static_cast<std::size_t>(jobs_) &&
-             !queue.empty()) {
-        start(queue.front());
-        queue.pop_front();
+      // Start, in order, every queued run whose parent is done (a run of a later stage waits
+      // for its parent; one whose parent failed or cannot run is not run).
+      // Passes until nothing changes: a run not run makes its children not run in the next.
+      for (bool changed = true; changed;) {
+        changed = false;
+        for (auto it = queue.begin(); it != queue.end() && !signals.interrupted_by() &&
+                                      running_.size() < static_cast<std::size_t>(jobs_);) {
+          std::string why;
+          const Readiness readiness = ready(*it, why);
+          if (readiness == Readiness::waiting) {
+            ++it;
+            continue;
+          }
+          if (readiness == Readiness::ready) start(*it);
+          else not_run(*it, why);
+          it = queue.erase(it);
+          changed = true;
+        }
       }
-      if (running_.empty()) break;
+      if (running_.empty()) break;  // (every queued run waits for a running one, or we stop)
       signals.wait(1000);
       if (signals.interrupted_by() && !forwarded) {
         out_ << "interrupted (" << strsignal(signals.interrupted_by()) << "): stopping "
@@ -228,6 +237,43 @@ class Scheduler {
     Clock::time_point start;
   };
 
+  // What became of each run in this invocation. `elsewhere`: not ours to run (done before,
+  // not chosen by --only, or trained by another process): its status on disk decides.
+  enum class Outcome { elsewhere, queued, running, done, failed, not_run };
+  enum class Readiness { ready, waiting, blocked };
+
+  // Can runs_[index] start now? A run from scratch can; a later stage waits for its parent,
+  // and cannot run if its parent failed, was not run, or is not done and not ours to run.
+  Readiness ready(std::size_t index, std::string& why) const {
+    const PlannedRun& run = runs_[index];
+    if (run.parent == PlannedRun::kNoParent) return Readiness::ready;
+    const std::string parent = "its parent '" + run.parent_id + "'";
+    switch (outcome_[run.parent]) {
+      case Outcome::queued:
+      case Outcome::running: return Readiness::waiting;
+      case Outcome::done: return Readiness::ready;
+      case Outcome::failed: why = parent + " failed"; return Readiness::blocked;
+      case Outcome::not_run: why = parent + " was not run"; return Readiness::blocked;
+      case Outcome::elsewhere: break;
+    }
+    const RunStatus status = run_status(runs_[run.parent], layout_);
+    if (status == RunStatus::done) return Readiness::ready;
+    why = parent + " is " + to_string(status) +
+          (status == RunStatus::running
+               ? " (another process trains it); run the study again when it has finished"
+               : " and not selected by --only; run it first");
+    return Readiness::blocked;
+  }
+
+  // A run that cannot start because of its parent: reported, counted, never started; its own
+  // children follow it when their turn comes.
+  void not_run(std::size_t index, const std::string& why) {
+    outcome_[index] = Outcome::not_run;
+    not_run_.push_back(runs_[index].id + ": " + why);
+    out_ << "[NOT RUN] " << runs_[index].id << ": " << why << "\n";
+    print_progress();
+  }
+
   void start(std::size_t index) {
     const PlannedRun& run = runs_[index];
     const fs::path dir = layout_.run_dir(run);
@@ -244,7 +290,8 @@ class Scheduler {
       if (!continued) fs::remove_all(dir);
       fs::create_directories(dir.parent_path());
       write_config_file(run, layout_);
-      std::vector<std::string> args = train_arguments(run, layout_, shown_as_, threads_);
+      std::vector<std::string> args =
+          train_arguments(run, layout_, shown_as_, threads_, threads_given_);
       args.push_back("--resume");
       std::string command;
       for (const std::string& a : args) {
@@ -256,8 +303,10 @@ class Scheduler {
       else
         write_file_atomically(layout_.log_file(run), "# " + command + "\n");
       running_.push_back({spawn_child(executable_, args, layout_.log_file(run)), index, Clock::now()});
+      outcome_[index] = Outcome::running;
       out_ << "[start] " << run.id << "  -> " << dir.string() << "\n";
     } catch (const std::exception& e) {
+      outcome_[index] = Outcome::failed;
       failures_.push_back(run.id + ": " + e.what());
       out_ << "[FAILED] " << run.id << ": " << e.what() << "\n";
     }
@@ -284,6 +333,7 @@ class Scheduler {
     const fs::path dir = layout_.run_dir(run);
     const bool complete = fs::is_directory(dir) && RunDirectory::open(dir).is_complete();
     const bool succeeded = WIFEXITED(status) && WEXITSTATUS(status) == 0 && complete;
+    outcome_[child.run] = succeeded ? Outcome::done : interrupted ? Outcome::queued : Outcome::failed;
     if (succeeded) {
       ++done;
       seconds_finished_ += seconds, ++count_finished_;
@@ -308,8 +358,10 @@ class Scheduler {
   void print_progress() {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     out_ << "[" << done << "/" << total << " done, " << running_.size() << " running, "
-         << failures_.size() << " failed] elapsed " << format_duration(elapsed) << ", ETA ";
-    const std::size_t remaining = total - done - failures_.size();
+         << failures_.size() << " failed";
+    if (!not_run_.empty()) out_ << ", " << not_run_.size() << " not run";
+    out_ << "] elapsed " << format_duration(elapsed) << ", ETA ";
+    const std::size_t remaining = total - done - failures_.size() - not_run_.size();
     if (remaining == 0) out_ << "0s";
     else if (count_finished_ == 0) out_ << "?";
     else
@@ -332,9 +384,11 @@ class Scheduler {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start_).count();
     out_ << "study '" << study_.name << "': " << done << " of " << total << " runs done";
     if (!failures_.empty()) out_ << ", " << failures_.size() << " failed";
+    if (!not_run_.empty()) out_ << ", " << not_run_.size() << " not run (their parent did not finish)";
     out_ << " (" << format_duration(elapsed) << "); summary: " << layout_.summary().string()
          << "\n";
     for (const std::string& f : failures_) out_ << "  FAILED " << f << "\n";
+    for (const std::string& n : not_run_) out_ << "  NOT RUN " << n << "\n";
     // A study's results should come from one build: say so when they do not.
     if (commits_.size() > 1) {
       out_ << "note: the finished runs come from " << commits_.size() << " different builds:";
@@ -346,11 +400,12 @@ class Scheduler {
       if (!signal) return 1;
     }
     if (signal) {
-      out_ << "interrupted: " << total - done - failures_.size() << " run(s) not done ("
+      out_ << "interrupted: " << total - done - failures_.size() - not_run_.size()
+           << " run(s) not done ("
            << not_started << " not started); run the same command again to resume\n";
       return 128 + signal;
     }
-    return failures_.empty() ? 0 : 1;
+    return failures_.empty() && not_run_.empty() ? 0 : 1;
   }
 
   std::vector<std::string> commits_;  // builds behind the finished runs (provenance)
@@ -360,15 +415,29 @@ class Scheduler {
   const StudyLayout& layout_;
   std::string executable_, shown_as_;
   int jobs_, threads_;
+  bool threads_given_;  // --threads: wins over the study's train.threads
   std::ostream& out_;
   Clock::time_point start_;
   std::vector<Child> running_;
   std::vector<std::string> failures_;
+  std::vector<std::string> not_run_;  // "id: why" of runs whose parent did not finish
+  std::vector<Outcome> outcome_;      // per run of runs_
   double seconds_finished_ = 0;
   std::size_t count_finished_ = 0;
 };
 
 }  // namespace
+
+int available_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int threads_per_run(const SchedulerJob& job) {
+  return job.threads > 0 ? job.threads : std::max(1, available_cores() / job.jobs);
+}
 
 int run_scheduled(const SchedulerJob& job, const std::vector<std::size_t>& todo,
                   std::size_t done_before, std::size_t total, std::ostream& out) {

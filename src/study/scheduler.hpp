@@ -29,7 +29,14 @@ struct SchedulerJob {
   std::string executable;  // what is started: --poslab, or /proc/self/exe
   std::string shown_as;    // the name the children and logs see (the real path of the binary)
   int jobs = 1;            // children at a time
+  int threads = 0;         // threads of each child (--threads); 0 = max(1, cores / jobs)
 };
+
+// The cores this process may run on (taskset and cgroup cpusets included).
+int available_cores();
+
+// The threads each run of job gets: job.threads, or else max(1, available_cores() / job.jobs).
+int threads_per_run(const SchedulerJob& job);
 
 // Runs runs[i] for every i in `todo`, job.jobs at a time, with progress lines on `out`;
 // `done_before` of `total` runs were finished before. Returns the exit code of `poslab run`:

@@ -10,7 +10,12 @@
 //       commands.txt            one line per pending run (export_command in runner.hpp)
 //       array-0.sh, array-1.sh  job arrays of at most MaxArraySize tasks each; task i of array k
 //                               runs line (k * size + i + 1) of commands.txt
-//       submit.sh               sbatch of every array script, in order
+//       submit.sh               sbatch of every array script, in order; a study with stages
+//                               (runs that start from other runs) is submitted stage by stage:
+//                               each stage's arrays with --dependency=afterok on every array of
+//                               the stage before, so a child starts only after its parent
+//                               finished (and its array is cancelled, --kill-on-invalid-dep,
+//                               if a task of the stage before fails)
 //       logs/%A_%a.out          each task's Slurm output (the run's own log is runs/<run>.log)
 //
 // Why pinned: tasks read their command by line number when they start, possibly hours after
@@ -46,13 +51,28 @@ struct SlurmSubmission {
   std::filesystem::path directory;      // results/NAME/slurm/<time>, absolute
   std::filesystem::path header;         // results/NAME/slurm/header.sh, absolute
   std::vector<std::string> commands;    // one per task
+  // The stage of each command (0: nothing exported before it; k: its parent's command is in
+  // stage k - 1), non-decreasing. Empty: every command is stage 0.
+  std::vector<int> stages;
   SlurmOptions options;                 // [slurm] with the command line applied
   int tasks_per_array = 1001;           // max_array_size, or the cluster's, or Slurm's default
 };
 
-// The job script of array `index` (tasks index * tasks_per_array ...), as text.
+// One job array of a submission: commands [first, first + count) of commands.txt, all of one
+// stage. A stage is cut into arrays of at most tasks_per_array tasks.
+struct SlurmArray {
+  std::size_t first = 0, count = 0;
+  int stage = 0;
+};
+std::vector<SlurmArray> slurm_arrays(const SlurmSubmission& submission);
+
+// The job script of array `index` of slurm_arrays(submission), as text.
 std::string slurm_array_script(const SlurmSubmission& submission, std::size_t index,
                                const std::string& header_text);
+
+// submit.sh: plain `sbatch SCRIPT` lines for one stage; for several, each stage's arrays
+// submitted with --dependency=afterok on the job ids of the stage before.
+std::string slurm_submit_script(const SlurmSubmission& submission);
 
 // Writes the submission's directory (commands.txt, array-K.sh, submit.sh, logs/) and, if it does
 // not exist, header.sh. Prints what it wrote and how to submit. Throws if a path cannot be

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <tuple>
@@ -160,6 +161,11 @@ void check_setting_key(const std::string& source, const Entry& e, const std::str
                  "(results/<study>/runs/<run>)");
   if (e.node->is_array_of_tables())
     fail(at_line(source, e.line), table + ": '" + e.key + "' is not a config value");
+  if (e.key == "train.init_from")
+    fail(at_line(source, e.line),
+         table + ": train.init_from cannot be set here: a run that starts from another run of "
+                 "the study is a [[variant]] with from = \"VARIANT\" (the runner sets "
+                 "train.init_from to that run's directory)");
 }
 
 // Duplicate keys can only come from writing one key two ways ("train.seed" and train.seed).
@@ -275,6 +281,63 @@ std::vector<StudySetting> read_settings(const toml::table& table, const std::str
   return settings;
 }
 
+// Nearest name for a did-you-mean: the candidate with the smallest edit distance (Levenshtein),
+// if it is within a third of the word's length (at least 2).
+std::string nearest_name(const std::string& word, const std::vector<std::string>& names) {
+  std::string best;
+  std::size_t best_distance = std::string::npos;
+  for (const std::string& name : names) {
+    std::vector<std::size_t> row(name.size() + 1);
+    for (std::size_t j = 0; j <= name.size(); ++j) row[j] = j;
+    for (std::size_t i = 1; i <= word.size(); ++i) {
+      std::size_t diagonal = row[0];
+      row[0] = i;
+      for (std::size_t j = 1; j <= name.size(); ++j) {
+        const std::size_t above = row[j];
+        row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (word[i - 1] != name[j - 1])});
+        diagonal = above;
+      }
+    }
+    if (row[name.size()] < best_distance) best = name, best_distance = row[name.size()];
+  }
+  return best_distance <= std::max<std::size_t>(2, word.size() / 3) ? best : "";
+}
+
+// Every `from` names a variant of the study, and following them never comes back to where it
+// started (a cycle would have no run to train first).
+void check_stages(const Study& study) {
+  std::map<std::string, const Variant*> by_name;
+  std::vector<std::string> names;
+  for (const Variant& v : study.variants) by_name[v.name] = &v, names.push_back(v.name);
+  for (const Variant& v : study.variants) {
+    if (v.from.empty()) continue;
+    const std::string where = at_line(study.source, v.from_line);
+    if (v.from == v.name)
+      fail(where, "variant '" + v.name + "' has from = \"" + v.from +
+                      "\": a variant cannot start from its own runs");
+    if (!by_name.count(v.from)) {
+      const std::string near = nearest_name(v.from, names);
+      fail(where, "variant '" + v.name + "' has from = \"" + v.from + "\", which is not a " +
+                      "variant of this study" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+                      "; its variants are: " + join(names, ", "));
+    }
+    // Follow the parents up: back at v is a cycle through v; a name seen twice is a cycle
+    // further up (reported from its own variants); an unknown name is reported on its line.
+    std::vector<std::string> chain = {v.name};
+    std::set<std::string> seen = {v.name};
+    for (const Variant* at = &v; !at->from.empty();) {
+      const auto next = by_name.find(at->from);
+      if (next == by_name.end()) break;
+      at = next->second;
+      chain.push_back(at->name);
+      if (at->name == v.name)
+        fail(where, "variants start from each other in a cycle: " + join(chain, " from ") +
+                        "; one of them must start from scratch (no from)");
+      if (!seen.insert(at->name).second) break;
+    }
+  }
+}
+
 void read_variants(const toml::node* node, Study& study) {
   if (!node) return;
   if (!node->is_array_of_tables())
@@ -297,9 +360,16 @@ void read_variants(const toml::node* node, Study& study) {
                "variant 'set' must be a table: set = { \"encoding.term_a\" = false }");
         variant.set = read_settings(*e.node->as_table(),
                                     "variant '" + variant.name + "' set", study.source);
+      } else if (e.key == "from") {
+        if (!e.node->is_string())
+          fail(at_line(study.source, e.line),
+               "variant 'from' must be a string: the name of the variant whose runs this one "
+               "starts from");
+        variant.from = e.node->as_string()->get();
+        variant.from_line = e.line;
       } else {
         fail(at_line(study.source, e.line),
-             "unknown key '" + e.key + "' in [[variant]]; a variant has name and set");
+             "unknown key '" + e.key + "' in [[variant]]; a variant has name, set and from");
       }
     }
     if (variant.name.empty()) fail(where, "[[variant]] needs a name: name = \"...\"");
@@ -317,6 +387,7 @@ void read_variants(const toml::node* node, Study& study) {
                    "', which is also a [sweep] axis; a run can take it from only one of them");
     study.variants.push_back(std::move(variant));
   }
+  check_stages(study);
 }
 
 void read_smoke_table(const toml::node* node, Study& study) {
@@ -514,6 +585,17 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
                            std::to_string(variants.size()) + " variants, more than " +
                            std::to_string(kMaxRuns) + " runs");
 
+  auto variant_named = [&study](const std::string& name) -> const Variant* {
+    for (const Variant& v : study.variants)
+      if (v.name == name) return &v;
+    return nullptr;  // not reached: parse_study checked every `from`
+  };
+  auto index_of_variant = [&study](const std::string& name) {
+    for (std::size_t i = 0; i < study.variants.size(); ++i)
+      if (study.variants[i].name == name) return i;
+    return std::size_t(0);
+  };
+
   std::vector<PlannedRun> runs;
   std::map<std::string, std::string> id_of_dir;  // to catch two runs sharing a directory
   for (const Variant* variant : variants) {
@@ -537,12 +619,30 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
         applied.push_back({axis.key + "=" + value.toml, axis.line,
                            "in [sweep] axis '" + axis.key + "' = " + value.toml});
       }
-      if (variant)
-        for (const StudySetting& s : variant->set)
-          applied.push_back({s.override_text(), s.line, "in variant '" + variant->name + "'"});
+      // A later stage: its ancestors' `set`, the first stage's first, then its own.
+      std::vector<const Variant*> lineage;
+      for (const Variant* v = variant; v; v = v->from.empty() ? nullptr : variant_named(v->from))
+        lineage.insert(lineage.begin(), v);
+      for (const Variant* v : lineage)
+        for (const StudySetting& s : v->set)
+          applied.push_back({s.override_text(), s.line,
+                             "in variant '" + v->name + "'" +
+                                 (v == variant ? "" : " (inherited by '" + variant->name + "')")});
 
       run.id = id_parts.empty() ? "base" : join(id_parts, ",");
       run.dir_name = shorten(dir_parts.empty() ? "base" : join(dir_parts, "__"));
+      if (variant && !variant->from.empty()) {
+        // The parent: the run of variant `from` at this grid point; same id and directory but
+        // for the variant's name (the first part of both).
+        id_parts[0] = dir_parts[0] = variant->from;
+        run.parent_id = join(id_parts, ",");
+        run.parent = index_of_variant(variant->from) * grid_size + point;
+        run.stage = int(lineage.size()) - 1;
+        const std::string parent_dir = shorten(join(dir_parts, "__"));
+        applied.push_back({"train.init_from=" + toml_string("runs/" + parent_dir),
+                           variant->from_line,
+                           "in variant '" + variant->name + "' (from = \"" + variant->from + "\")"});
+      }
       if (auto [it, fresh] = id_of_dir.emplace(run.dir_name, run.id); !fresh)
         fail(study.source, "runs '" + it->second + "' and '" + run.id +
                                "' would share the directory '" + run.dir_name +

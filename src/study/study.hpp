@@ -24,6 +24,11 @@
 //   name = "no_a"
 //   set = { "encoding.term_a" = false }
 //
+//   [[variant]]                       # a second stage: fine-tunes the run of variant "no_a"
+//   name = "no_a_long"                #   at the same grid point (train.init_from, set by the
+//   from = "no_a"                     #   runner); it inherits no_a's `set`, then applies its own
+//   set = { "train.seq_len" = 128, "train.steps" = 200 }
+//
 //   [smoke]                           # overrides applied by --smoke: a tiny version in seconds
 //   "train.steps" = 5
 //
@@ -47,6 +52,19 @@
 //
 // A run is named by its id ("encoding.type=shaw,train.seed=2", or "no_a,train.seed=1" with a
 // variant) and stored in a directory named after it ("encoding.type-shaw__train.seed-2").
+//
+// Two stages (or more): runs that start from other runs
+// -----------------------------------------------------
+// A variant with `from = "NAME"` is a stage after variant NAME: at every grid point, its run
+// starts from the parameters of NAME's run at the same grid point (same sweep values), as
+// `poslab train --init-from` (train/init_from.hpp). Its settings are [base], the sweep values,
+// NAME's `set` (and NAME's own parent's before it, for a chain), then its own `set`, so a
+// fine-tune variant names only what changes. train.init_from is set by the runner and may not
+// be written in [sweep], [smoke] or a variant's `set`. A `from` naming no variant, or variants
+// that start from each other in a cycle, is an error at load time (file, line).
+// `poslab run` trains a parent before its children (with --jobs N too); a child whose parent
+// failed is reported as not run. --export slurm submits the stages as job arrays that depend on
+// each other (afterok; slurm_export.hpp).
 //
 // Checked before anything runs
 // ----------------------------
@@ -97,6 +115,8 @@ struct Variant {
   std::string name;                // letters, digits, '_', '-', '.'
   std::vector<StudySetting> set;   // may be empty (a baseline)
   std::size_t line;
+  std::string from = "";           // the parent variant: its runs start from that variant's
+  std::size_t from_line = 0;       //   runs at the same grid point ("" = from scratch)
 };
 
 // The [slurm] table: how `poslab run --export slurm` asks Slurm for resources. Every field is
@@ -139,6 +159,13 @@ struct PlannedRun {
   std::map<std::string, std::string> sweep_values;  // axis key -> value text ("train.seed" -> "2")
   std::string variant;   // the variant's name, "" if the study has none
   Config config;         // base + overrides; out_dir is still [base]'s (the runner sets it)
+  // The run this one starts from (a variant with `from`): its index in the runs of
+  // expand_study, or kNoParent. config.train.init_from is "runs/<parent's dir_name>" until the
+  // runner places the runs (place_runs in runner.hpp).
+  static constexpr std::size_t kNoParent = static_cast<std::size_t>(-1);
+  std::size_t parent = kNoParent;
+  std::string parent_id;  // its id, "" without a parent
+  int stage = 0;          // 0 for a run from scratch, parent's stage + 1 otherwise
   // Where each key the run's overrides set was written, the last word for that key:
   // "data.path" -> "experiments/x.toml:40: in variant 'fortunes'" (keys of [base] are in
   // Study::base_key_lines).

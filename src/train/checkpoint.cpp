@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
 
+#include "core/sha256.hpp"
 #include "train/run_dir.hpp"
 
 namespace poslab {
@@ -89,11 +91,10 @@ void check_allocated(const ParameterArena<float>& arena) {
     throw std::logic_error("checkpoint: the parameter arena is not allocated yet");
 }
 
-}  // namespace
-
-void save_checkpoint(const fs::path& run_dir, const ParameterArena<float>& arena) {
+// Writes one float32 array per parameter of `arena`, read from `data` ([arena.count()]: the
+// values, or one of Adam's moments), into `final_dir`, which appears all at once.
+void save_arrays(const fs::path& final_dir, const ParameterArena<float>& arena, const float* data) {
   check_allocated(arena);
-  const fs::path final_dir = run_dir / "checkpoint";
   const fs::path partial_dir = begin_directory(final_dir);
 
   nlohmann::json parameters = nlohmann::json::array();
@@ -102,7 +103,7 @@ void save_checkpoint(const fs::path& run_dir, const ParameterArena<float>& arena
     check_file_name(slot.name);
     if (seen[slot.name]++) throw CheckpointError("two parameters are named '" + slot.name + "'");
     // A view of the arena's values with the declared shape; dump_npy writes it row-major.
-    auto values = xt::adapt(arena.values() + slot.offset, slot.size, xt::no_ownership(), slot.shape);
+    auto values = xt::adapt(data + slot.offset, slot.size, xt::no_ownership(), slot.shape);
     const std::string file = slot.name + ".npy";
     write_file_atomically(partial_dir / file, xt::dump_npy(values));
     parameters.push_back({{"name", slot.name}, {"shape", slot.shape}, {"file", file}});
@@ -117,15 +118,13 @@ void save_checkpoint(const fs::path& run_dir, const ParameterArena<float>& arena
   publish_directory(final_dir);  // a crash at any point leaves a loadable checkpoint
 }
 
-bool has_checkpoint(const fs::path& run_dir) {
-  return complete_directory(run_dir / "checkpoint", "manifest.json").has_value();
-}
-
-void load_checkpoint(const fs::path& run_dir, ParameterArena<float>& arena) {
+// Reads the arrays save_arrays wrote in `final_dir` into `into` ([arena.count()]), checked
+// against the arena's names and shapes first; `what` names the directory in messages.
+void load_arrays(const fs::path& final_dir, const ParameterArena<float>& arena, float* into,
+                 const std::string& what) {
   check_allocated(arena);
-  const fs::path dir =
-      complete_directory(run_dir / "checkpoint", "manifest.json").value_or(run_dir / "checkpoint");
-  const std::string where = "checkpoint " + dir.string();
+  const fs::path dir = complete_directory(final_dir, "manifest.json").value_or(final_dir);
+  const std::string where = what + " " + dir.string();
   if (!fs::exists(dir / "manifest.json")) throw CheckpointError(where + ": no manifest.json");
 
   nlohmann::json manifest;
@@ -198,8 +197,62 @@ void load_checkpoint(const fs::path& run_dir, ParameterArena<float>& arena) {
   // Iterating an xarray visits its elements in row-major order whatever the file's layout.
   for (std::size_t i = 0; i < loaded.size(); ++i) {
     const ParamSlot& slot = arena.slots()[i];
-    std::copy(loaded[i].begin(), loaded[i].end(), arena.values() + slot.offset);
+    std::copy(loaded[i].begin(), loaded[i].end(), into + slot.offset);
   }
+}
+
+}  // namespace
+
+void save_checkpoint(const fs::path& run_dir, const ParameterArena<float>& arena) {
+  save_arrays(run_dir / "checkpoint", arena, arena.values());
+}
+
+bool has_checkpoint(const fs::path& run_dir) {
+  return complete_directory(run_dir / "checkpoint", "manifest.json").has_value();
+}
+
+void load_checkpoint(const fs::path& run_dir, ParameterArena<float>& arena) {
+  load_arrays(run_dir / "checkpoint", arena, arena.values(), "checkpoint");
+}
+
+void save_optimizer_state(const fs::path& run_dir, const ParameterArena<float>& arena) {
+  save_arrays(run_dir / "optimizer" / "adam_m", arena, arena.adam_m());
+  save_arrays(run_dir / "optimizer" / "adam_v", arena, arena.adam_v());
+}
+
+bool has_optimizer_state(const fs::path& run_dir) {
+  return complete_directory(run_dir / "optimizer" / "adam_m", "manifest.json").has_value() &&
+         complete_directory(run_dir / "optimizer" / "adam_v", "manifest.json").has_value();
+}
+
+void load_optimizer_state(const fs::path& run_dir, ParameterArena<float>& arena) {
+  // Both moments are read and checked before either reaches the arena.
+  std::vector<float> m(arena.count()), v(arena.count());
+  load_arrays(run_dir / "optimizer" / "adam_m", arena, m.data(), "Adam's first moments");
+  load_arrays(run_dir / "optimizer" / "adam_v", arena, v.data(), "Adam's second moments");
+  std::copy(m.begin(), m.end(), arena.adam_m());
+  std::copy(v.begin(), v.end(), arena.adam_v());
+}
+
+std::string checkpoint_sha256(const fs::path& run_dir) {
+  const fs::path dir = complete_directory(run_dir / "checkpoint", "manifest.json")
+                           .value_or(run_dir / "checkpoint");
+  auto bytes_of = [](const fs::path& file) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) throw CheckpointError("cannot read " + file.string());
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
+  const std::string manifest_text = bytes_of(dir / "manifest.json");
+  Sha256 hash;
+  hash.update(manifest_text);
+  try {
+    const nlohmann::json manifest = nlohmann::json::parse(manifest_text);  // (a named object:
+    for (const auto& p : manifest.at("parameters"))  // a range over a temporary's member dangles)
+      hash.update(bytes_of(dir / p.at("file").get<std::string>()));
+  } catch (const nlohmann::json::exception& e) {
+    throw CheckpointError("checkpoint " + dir.string() + ": unusable manifest.json: " + e.what());
+  }
+  return hash.hex();
 }
 
 }  // namespace poslab

@@ -6,7 +6,14 @@
 //
 //   >>> W_q = np.load("RUN/checkpoint/layer0.attn.W_q.npy")     # shape (d_model, d_model)
 //
-// Only the parameter values are saved (not gradients or Adam's moments). The checkpoint appears
+// Only the parameter values are saved here (not gradients or Adam's moments). A finished run
+// also keeps Adam's moments in the same format, for fine-tuning with train.init_optimizer
+// (train/init_from.hpp):
+//
+//   RUN/optimizer/adam_m/   manifest.json and one .npy per parameter: Adam's first moments
+//   RUN/optimizer/adam_v/   ... and its second moments, after the run's last step
+//
+// The checkpoint appears
 // all at once: files are written into `checkpoint.partial/`, the manifest last, and the directory
 // is then renamed to `checkpoint/`. A checkpoint is therefore complete whenever it exists.
 #pragma once
@@ -31,5 +38,17 @@ void save_checkpoint(const std::filesystem::path& run_dir, const ParameterArena<
 void load_checkpoint(const std::filesystem::path& run_dir, ParameterArena<float>& arena);
 
 bool has_checkpoint(const std::filesystem::path& run_dir);
+
+// Writes run_dir/optimizer/adam_m/ and adam_v/ from the arena's moments.
+void save_optimizer_state(const std::filesystem::path& run_dir, const ParameterArena<float>& arena);
+bool has_optimizer_state(const std::filesystem::path& run_dir);
+// Reads them into the arena's moments, with the checks of load_checkpoint; on any error the
+// arena is unchanged.
+void load_optimizer_state(const std::filesystem::path& run_dir, ParameterArena<float>& arena);
+
+// SHA-256 of run_dir/checkpoint/: manifest.json, then every file it lists, in its order, as if
+// concatenated. By hand: cd RUN/checkpoint && cat manifest.json $(python3 -c 'import json;
+// print(*(p["file"] for p in json.load(open("manifest.json"))["parameters"]))') | sha256sum
+std::string checkpoint_sha256(const std::filesystem::path& run_dir);
 
 }  // namespace poslab

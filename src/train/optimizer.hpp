@@ -43,9 +43,13 @@ double clip_gradients(ParameterArena<T>& arena, double max_norm) {
   return norm;
 }
 
+// `moment_steps_before`: steps already in Adam's moments when this training started (a
+// fine-tuned run that continues its parent's moments, train.init_optimizer): the bias
+// correction counts them, the learning-rate schedule does not.
 template <class T>
-void adamw_step(ParameterArena<T>& arena, const TrainConfig& c, int step, double lr) {
-  const int t = step + 1;
+void adamw_step(ParameterArena<T>& arena, const TrainConfig& c, int step, double lr,
+                int moment_steps_before = 0) {
+  const int t = step + 1 + moment_steps_before;
   const double bc1 = 1 - std::pow(c.beta1, t), bc2 = 1 - std::pow(c.beta2, t);
   const T b1 = T(c.beta1), b2 = T(c.beta2), eps = T(c.eps);
   T* p = arena.values();

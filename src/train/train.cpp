@@ -70,7 +70,7 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
 
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSource& train,
                         BatchSource* valid, MetricsLog* metrics, std::ostream& out,
-                        const Resumable* resumable) {
+                        const Resumable* resumable, OptimizerStart optimizer) {
   const TrainConfig& tc = cfg.train;
   const int B = train.batch(), L = train.len();
   Batch batch;
@@ -125,7 +125,7 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
     model.backward();
     const double grad_norm = clip_gradients(model.arena(), tc.grad_clip);
     const double lr = learning_rate(tc, step);
-    adamw_step(model.arena(), tc, step, lr);
+    adamw_step(model.arena(), tc, step, lr, optimizer.moment_steps_before);
 
     if (!std::isfinite(loss))
       throw std::runtime_error("training diverged: loss is " + std::to_string(loss) +

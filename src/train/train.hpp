@@ -30,6 +30,12 @@ struct Resumable {
   int threads = 0;                // recorded with the state
 };
 
+// Where the optimizer starts: fresh, or a fine-tuned run continuing its parent's Adam moments
+// (train/init_from.hpp), whose bias correction counts the parent's steps.
+struct OptimizerStart {
+  int moment_steps_before = 0;
+};
+
 // Trains an initialised model for cfg.train.steps steps on batches from `train`. Every
 // log_every steps prints a progress line to `out` (step, loss, lr, tokens/s, ETA) and appends a
 // row to `metrics` (if not null); every eval_every steps (if > 0) also evaluates on `valid`.
@@ -40,7 +46,7 @@ struct Resumable {
 // never stopped (same thread count).
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSource& train,
                         BatchSource* valid, MetricsLog* metrics, std::ostream& out,
-                        const Resumable* resumable = nullptr);
+                        const Resumable* resumable = nullptr, OptimizerStart optimizer = {});
 
 // The same on a token stream (a corpus split), cut into cfg.train.batch_size rows.
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg,

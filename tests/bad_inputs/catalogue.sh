@@ -111,6 +111,8 @@ awk 'BEGIN { printf "a"; for (i = 0; i < 60000; i++) printf ".a"; print " = 1" }
   done; } >grid.toml
 { echo '[study]'; echo 'name = "small"'; echo '[base]'; sed 's/^\[/[base./' tiny.toml
   echo '[sweep]'; echo '"train.seed" = [1]'; } >small_study.toml
+{ cat small_study.toml; printf '[[variant]]\nname = "a"\nfrom = "b"\n[[variant]]\nname = "b"\nfrom = "a"\n'; } >cycle_study.toml
+{ cat small_study.toml; printf '[[variant]]\nname = "base"\n[[variant]]\nname = "ft"\nfrom = "bsae"\n'; } >unknown_parent_study.toml
 "$POSLAB" run small_study.toml --out study >/dev/null 2>&1 || { echo "FAIL: cannot run the fixture study"; exit 1; }
 # A study on a corpus that is not there: [base] names it on a known line, a variant another.
 sed "s|^path = .*|path = \"$SCRATCH/no_such_corpus.txt\"|" small_study.toml >missing_corpus.toml
@@ -168,6 +170,14 @@ rm -rf out_empty
 expect_error checkpoint_forged_header "parameter 'output.b': the file has shape [536870912], the manifest [256]" "$POSLAB" eval --run forged
 expect_error checkpoint_nan "parameter 'output.b' holds a non-finite value (nan" "$POSLAB" eval --run nan
 expect_error eval_impossible_setting "needs about" "$POSLAB" eval --run finished --seq-len 2000000
+# --- Fine-tuning and studies in stages (issue 25) --------------------------------------------
+expect_error finetune_shape "parameter 'embedding' has shape [256, 8] in the parent but [256, 16] in this run" "$POSLAB" "${T[@]}" --init-from finished --set model.d_model=16 --out out
+expect_error finetune_new_parameter "has no parameter 'learned.U' (this run has it, [1024, 8])" "$POSLAB" "${T[@]}" --init-from finished --set encoding.type=learned --out out
+expect_error finetune_unfinished_parent "train.init_from = killed: not a finished run (no eval.json)" "$POSLAB" "${T[@]}" --init-from killed --out out
+expect_error finetune_missing_parent "train.init_from = nowhere: no such run directory" "$POSLAB" "${T[@]}" --init-from nowhere --out out
+expect_error finetune_corrupt_parent "parameter 'output.b' holds a non-finite value" "$POSLAB" "${T[@]}" --init-from nan --out out
+expect_error study_stage_cycle "cycle_study.toml:21: variants start from each other in a cycle: a from b from a" "$POSLAB" run cycle_study.toml --out cycle_out
+expect_error study_unknown_parent "unknown_parent_study.toml:23: variant 'ft' has from = \"bsae\", which is not a variant of this study (did you mean 'base'?)" "$POSLAB" run unknown_parent_study.toml --out unknown_out
 # --- Faults and lost data -------------------------------------------------------------------
 expect_error rerun_killed_run "killed already holds an unfinished run" "$POSLAB" "${T[@]}" --out killed
 expect_error other_config_over_finished "finished already holds a finished run" "$POSLAB" "${T[@]}" --set train.seed=7 --out finished

@@ -1,0 +1,299 @@
+// Studies in stages (study/study.hpp): a [[variant]] with `from = "NAME"` fine-tunes the run of
+// variant NAME at the same grid point. The expansion (inherited settings, the parent, the stage),
+// the mistakes found at load time (unknown parent, cycle, train.init_from written by hand), and,
+// through the real binary: parents trained before their children even with --jobs 2, a failed
+// parent's children reported as not run, resume and --summary-only, and the Slurm export of the
+// stages as job arrays that depend on each other (afterok).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "process_helpers.hpp"
+#include "study/runner.hpp"
+#include "study/slurm_export.hpp"
+#include "study/study.hpp"
+#include "study_helpers.hpp"
+#include "train/checkpoint.hpp"
+#include "train/run_dir.hpp"
+
+using namespace poslab::testing;
+using Catch::Contains;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Two stages: "short" trains at segment 8 from scratch, "long" fine-tunes it at segment 16 with
+// a lower learning rate; two seeds. Line numbers matter to the error tests below.
+const char* kStages = R"([study]
+name = "stages"
+[base.encoding]
+type = "rope"
+[sweep]
+"train.seed" = [1, 2]
+[[variant]]
+name = "long"
+from = "short"
+set = { "train.seq_len" = 16, "train.lr" = 3e-4 }
+[[variant]]
+name = "short"
+set = { "model.d_inner" = 32 }
+)";
+
+std::string study_error(const std::string& text) {
+  try {
+    poslab::expand_study(poslab::parse_study(text, "exp/stages.toml"));
+  } catch (const poslab::ConfigError& e) {
+    return e.what();
+  }
+  FAIL("no error for:\n" << text);
+  return "";
+}
+
+nlohmann::json json_of(const fs::path& file) { return nlohmann::json::parse(read_file(file)); }
+
+// A runnable two-stage study in `dir` (the tiny model of study_helpers), results in dir/results.
+struct StagedStudy {
+  fs::path file;
+  poslab::StudyLayout layout;
+  std::vector<poslab::PlannedRun> runs;
+
+  StagedStudy(const fs::path& dir, const std::string& base_variant_set = "") {
+    file = dir / "stages.toml";
+    write_file(file, "[study]\nname = \"stages\"\n" + tiny_base(write_corpus(dir), 4) +
+                         "[base.encoding]\ntype = \"rope\"\n"
+                         "[sweep]\n\"train.seed\" = [1, 2]\n"
+                         "[[variant]]\nname = \"short\"\nset = { " + base_variant_set + " }\n"
+                         "[[variant]]\nname = \"long\"\nfrom = \"short\"\n"
+                         "set = { \"train.seq_len\" = 16, \"train.steps\" = 3 }\n");
+    layout.root = dir / "results";
+    runs = poslab::expand_study(poslab::load_study(file.string()));
+    poslab::place_runs(runs, layout);
+  }
+  poslab::RunStudyOptions options() const {
+    poslab::RunStudyOptions o;
+    o.study_path = file.string();
+    o.out = layout.root.string();
+    o.poslab = POSLAB_BINARY;
+    return o;
+  }
+  fs::path run_dir(std::size_t i) const { return layout.run_dir(runs[i]); }
+};
+
+}  // namespace
+
+TEST_CASE("a variant with from starts from its parent variant's run at the same grid point",
+          "[stages]") {
+  const poslab::Study study = poslab::parse_study(kStages, "stages.toml");
+  REQUIRE(study.variants.size() == 2);
+  CHECK(study.variants[0].from == "short");
+  CHECK(study.variants[0].from_line == 9);
+  std::vector<poslab::PlannedRun> runs = poslab::expand_study(study);
+  REQUIRE(runs.size() == 4);
+  // File order: "long" first; its parents come later in the list, which changes nothing.
+  CHECK(runs[0].id == "long,train.seed=1");
+  CHECK(runs[0].parent == 2);
+  CHECK(runs[0].parent_id == "short,train.seed=1");
+  CHECK(runs[0].stage == 1);
+  CHECK(runs[1].parent == 3);
+  CHECK(runs[2].id == "short,train.seed=1");
+  CHECK(runs[2].parent == poslab::PlannedRun::kNoParent);
+  CHECK(runs[2].stage == 0);
+  // The child inherits its parent's `set`, then applies its own.
+  CHECK(runs[0].config.model.d_inner == 32);
+  CHECK(runs[0].config.train.seq_len == 16);
+  CHECK(runs[0].config.train.lr == 3e-4);
+  CHECK(runs[2].config.train.seq_len == poslab::TrainConfig{}.seq_len);
+  CHECK(runs[0].config.train.init_from == "runs/short__train.seed-1");
+  CHECK(runs[2].config.train.init_from.empty());
+  // Placed in a results directory, the child's init_from is its parent's run directory.
+  poslab::StudyLayout layout;
+  layout.root = "results/stages";
+  poslab::place_runs(runs, layout);
+  CHECK(runs[1].config.train.init_from == "results/stages/runs/short__train.seed-2");
+  CHECK(runs[1].config.out_dir == "results/stages/runs/long__train.seed-2");
+
+  SECTION("a chain of three stages inherits every ancestor's set, oldest first") {
+    const auto chain = poslab::expand_study(poslab::parse_study(
+        std::string(kStages) + "[[variant]]\nname = \"longer\"\nfrom = \"long\"\n"
+                               "set = { \"train.seq_len\" = 32 }\n", "chain.toml"));
+    REQUIRE(chain.size() == 6);
+    CHECK(chain[4].id == "longer,train.seed=1");
+    CHECK(chain[4].parent == 0);
+    CHECK(chain[4].stage == 2);
+    CHECK(chain[4].config.model.d_inner == 32);  // from short
+    CHECK(chain[4].config.train.lr == 3e-4);     // from long
+    CHECK(chain[4].config.train.seq_len == 32);  // its own
+  }
+}
+
+TEST_CASE("stage mistakes are found at load time, with file and line", "[stages]") {
+  const std::string head = "[study]\nname = \"x\"\n[[variant]]\nname = \"base32\"\n";
+  SECTION("a parent that is not a variant, with a did-you-mean") {
+    const std::string e = study_error(head + "[[variant]]\nname = \"ft\"\nfrom = \"base23\"\n");
+    CHECK_THAT(e, Contains("exp/stages.toml:7: variant 'ft' has from = \"base23\", which is not a "
+                           "variant of this study (did you mean 'base32'?); its variants are: "
+                           "base32, ft"));
+  }
+  SECTION("a variant from itself") {
+    const std::string e = study_error(head + "from = \"base32\"\n");
+    CHECK_THAT(e, Contains("exp/stages.toml:5:") && Contains("cannot start from its own runs"));
+  }
+  SECTION("a cycle") {
+    const std::string e = study_error(
+        "[study]\nname = \"x\"\n[[variant]]\nname = \"a\"\nfrom = \"b\"\n"
+        "[[variant]]\nname = \"b\"\nfrom = \"c\"\n[[variant]]\nname = \"c\"\nfrom = \"a\"\n");
+    CHECK_THAT(e, Contains("exp/stages.toml:5: variants start from each other in a cycle: "
+                           "a from b from c from a"));
+  }
+  SECTION("from is not a string") {
+    const std::string e = study_error(head + "from = 3\n");
+    CHECK_THAT(e, Contains("exp/stages.toml:5: variant 'from' must be a string"));
+  }
+  SECTION("train.init_from written by hand in a variant, [sweep] or [smoke]") {
+    for (const std::string& text : std::vector<std::string>{
+             head + "set = { \"train.init_from\" = \"runs/x\" }\n",
+          "[study]\nname = \"x\"\n[sweep]\n\"train.init_from\" = [\"a\", \"b\"]\n",
+          "[study]\nname = \"x\"\n[smoke]\n\"train.init_from\" = \"a\"\n"}) {
+      INFO(text);
+      CHECK_THAT(study_error(text), Contains("train.init_from cannot be set here") &&
+                                        Contains("from = \"VARIANT\""));
+    }
+  }
+}
+
+TEST_CASE("poslab run trains parents before children, resumes, and summarizes the stages",
+          "[stages][cli]") {
+  ScratchDirectory scratch;
+  const StagedStudy study(scratch.path);
+  poslab::RunStudyOptions options = study.options();
+  options.jobs = 2;  // children are queued before their parents could finish
+  std::ostringstream out;
+  REQUIRE(poslab::run_study(options, out) == 0);
+  INFO(out.str());
+  CHECK_THAT(out.str(), Contains("4 of 4 runs done"));
+  for (std::size_t child : {2, 3}) {
+    const std::size_t parent = study.runs[child].parent;
+    REQUIRE(parent == child - 2);
+    const nlohmann::json eval = json_of(study.run_dir(child) / "eval.json");
+    const nlohmann::json parent_eval = json_of(study.run_dir(parent) / "eval.json");
+    // Started from that very checkpoint, and only after the parent had finished.
+    CHECK(eval["provenance"]["init_from"]["checkpoint_sha256"] ==
+          poslab::checkpoint_sha256(study.run_dir(parent)));
+    CHECK(eval["provenance"]["init_from"]["path"] == study.run_dir(parent).string());
+    CHECK(eval["provenance"]["started"].get<std::string>() >=
+          parent_eval["provenance"]["finished"].get<std::string>());
+  }
+  const std::string summary = read_file(study.layout.summary());
+  CHECK_THAT(summary, Contains("study,run,train.seed,variant,parent,kind") &&
+                          Contains("stages,\"long,train.seed=1\",1,long,\"short,train.seed=1\",main"));
+
+  SECTION("run again: everything is done, nothing is trained") {
+    std::ostringstream again;
+    REQUIRE(poslab::run_study(options, again) == 0);
+    CHECK_THAT(again.str(), Contains("4 already done, 0 to run"));
+  }
+  SECTION("--summary-only and --dry-run show each child's parent") {
+    poslab::RunStudyOptions summary_only = options;
+    summary_only.summary_only = true;
+    std::ostringstream listed;
+    REQUIRE(poslab::run_study(summary_only, listed) == 0);
+    CHECK_THAT(listed.str(), Contains("long,train.seed=2") && Contains("from short,train.seed=2") &&
+                                 Contains("4 done, 0 pending"));
+  }
+  SECTION("a child deleted is trained again from its finished parent alone") {
+    fs::remove_all(study.run_dir(3));
+    std::ostringstream again;
+    REQUIRE(poslab::run_study(options, again) == 0);
+    CHECK_THAT(again.str(), Contains("3 already done, 1 to run"));
+    CHECK(fs::exists(study.run_dir(3) / "eval.json"));
+  }
+}
+
+TEST_CASE("a failed parent's children are reported as not run", "[stages][cli]") {
+  ScratchDirectory scratch;
+  const StagedStudy study(scratch.path);
+  poslab::RunStudyOptions options = study.options();
+  options.jobs = 2;
+  // Every parent fails at its start: an evaluation segment longer than the validation split.
+  options.overrides = {"eval.seq_len=100000"};
+  std::ostringstream out;
+  CHECK(poslab::run_study(options, out) == 1);
+  INFO(out.str());
+  CHECK_THAT(out.str(), Contains("[FAILED] short,train.seed=1") &&
+                            Contains("[NOT RUN] long,train.seed=1: its parent "
+                                     "'short,train.seed=1' failed") &&
+                            Contains("[NOT RUN] long,train.seed=2") &&
+                            Contains("0 of 4 runs done, 2 failed, 2 not run (their parent did not "
+                                     "finish)"));
+  CHECK_FALSE(fs::exists(study.run_dir(2)));  // the children were never started
+  CHECK_FALSE(fs::exists(study.run_dir(3)));
+}
+
+TEST_CASE("slurm export of a two-stage study: the second stage depends on the first (afterok)",
+          "[stages][slurm]") {
+  ScratchDirectory scratch;
+  const StagedStudy study(scratch.path);
+  poslab::RunStudyOptions options = study.options();
+  options.export_format = "slurm";
+  options.slurm.max_array_size = 1000;
+  std::ostringstream out;
+  REQUIRE(poslab::run_study(options, out) == 0);
+  INFO(out.str());
+  CHECK_THAT(out.str(), Contains("in 2 stages"));
+  fs::path dir;
+  for (const auto& entry : fs::directory_iterator(study.layout.root / "slurm"))
+    if (entry.is_directory()) dir = entry.path();
+  REQUIRE(!dir.empty());
+
+  // Parents (stage 1) first in commands.txt, then children (stage 2), one array each.
+  const std::vector<std::string> commands = lines_of(read_file(dir / "commands.txt"));
+  REQUIRE(commands.size() == 4);
+  CHECK_THAT(commands[0], Contains("short__train.seed-1.toml"));
+  CHECK_THAT(commands[1], Contains("short__train.seed-2.toml"));
+  CHECK_THAT(commands[2], Contains("long__train.seed-1.toml"));
+  const std::string first = read_file(dir / "array-0.sh"), second = read_file(dir / "array-1.sh");
+  CHECK_THAT(first, Contains("#SBATCH --array=0-1\n") && Contains("# Stage 1 of 2") &&
+                        Contains("SLURM_ARRAY_TASK_ID + 1)"));
+  CHECK_THAT(first, !Contains("--kill-on-invalid-dep"));
+  CHECK_THAT(second, Contains("#SBATCH --array=0-1\n") && Contains("# Stage 2 of 2") &&
+                         Contains("SLURM_ARRAY_TASK_ID + 3)") &&
+                         Contains("#SBATCH --kill-on-invalid-dep=yes\n"));
+  const std::string submit = read_file(dir / "submit.sh");
+  CHECK_THAT(submit, Contains("job_0=$(submit " + (dir / "array-0.sh").string() + ")") &&
+                         Contains("job_1=$(submit --dependency=afterok:$job_0 " +
+                                  (dir / "array-1.sh").string() + ")"));
+
+  // As Slurm would run them: stage 1's tasks, then stage 2's; each child from its parent.
+  for (const auto& [script, task] : std::vector<std::pair<std::string, int>>{
+           {"array-0.sh", 0}, {"array-0.sh", 1}, {"array-1.sh", 0}, {"array-1.sh", 1}}) {
+    const std::string command = "SLURM_ARRAY_TASK_ID=" + std::to_string(task) + " bash " +
+                                poslab::shell_quote((dir / script).string()) + " >/dev/null 2>&1";
+    INFO(script << " task " << task);
+    CHECK(std::system(command.c_str()) == 0);
+  }
+  for (std::size_t child : {2, 3})
+    CHECK(json_of(study.run_dir(child) / "eval.json")["provenance"]["init_from"]["checkpoint_sha256"] ==
+          poslab::checkpoint_sha256(study.run_dir(study.runs[child].parent)));
+
+  SECTION("parents done: the children alone are one stage, with plain sbatch lines") {
+    fs::remove_all(study.run_dir(2));
+    fs::remove_all(study.run_dir(3));
+    std::ostringstream again;
+    REQUIRE(poslab::run_study(options, again) == 0);
+    CHECK_THAT(again.str(), !Contains(" stages") && Contains("2 runs in 1 job array"));
+  }
+  SECTION("a child exported without its unfinished parent is refused, writing nothing") {
+    fs::remove_all(study.layout.root);
+    options.only = {"long*"};
+    std::ostringstream refused;
+    CHECK_THROWS_WITH(poslab::run_study(options, refused),
+                      Contains("run 'long,train.seed=1' starts from 'short,train.seed=1', which is "
+                               "pending and not exported with it (--only)"));
+    CHECK_FALSE(fs::exists(study.layout.root));
+  }
+}
