@@ -612,6 +612,44 @@ def passkey_figures(summary, out_dir):
             + passkey_heatmaps(summary, out_dir, "accuracy", "passkey_digit_accuracy"))
 
 
+def rope_wavelengths(panels_tables, original_len, factor, out_dir, name="rope_wavelengths"):
+    """Each rotation pair's wavelength against the trained length, one curve per RoPE scaling
+    (docs/11-extending-context.md). panels_tables: [(panel title, [(label, frame)])], each frame
+    what `poslab encodings --describe rope --csv` prints (columns pair, wavelength, ...), all for
+    one head size; original_len L and factor s as in those commands. Draws
+    lambda'_i = 2 pi / theta'_i (log scale) against the pair index i, with the trained length L
+    and the extended length s L as reference lines. A pair whose wavelength lies below L turned
+    at least once over the trained length: every phase of it was seen in training."""
+    fig, axes = panels([t for t, _ in panels_tables], width=4.2, height=3.6, columns=2)
+    styles = ["-", "--", "-.", ":", (0, (5, 1)), (0, (1, 1))]
+    markers = ["o", "s", "^", "D", "v", "P"]
+    colours = ["#000000", "#d62728", "#1f77b4", "#9467bd", "#2ca02c", "#8c6d31"]
+    for ax, (title, tables) in zip(axes, panels_tables):
+        for n, (label, frame) in enumerate(tables):
+            ax.plot(frame["pair"], frame["wavelength"], ls=styles[n % len(styles)],
+                    marker=markers[n % len(markers)], markersize=6 - n % 3, lw=1.3,
+                    mfc="none" if n % 2 else colours[n % len(colours)],
+                    color=colours[n % len(colours)], label=label)
+        poslab_style.reference_line(ax, original_len, f"trained length L = {original_len}")
+        poslab_style.reference_line(ax, factor * original_len,
+                                    f"extended length sL = {factor * original_len:g}")
+        ax.set_yscale("log")
+        ax.set_xticks(sorted(tables[0][1]["pair"]))
+        ax.set_xlabel("rotation pair i (fast to slow)")
+        ax.set_ylabel("wavelength 2\u03c0/\u03b8', tokens")
+        ax.set_title(title, fontsize=9)
+        ax.legend(loc="upper left", frameon=False, fontsize=7)
+    low = min(ax.get_ylim()[0] for ax in axes)
+    high = max(ax.get_ylim()[1] for ax in axes)
+    for ax in axes:  # one scale, so that the panels compare
+        ax.set_ylim(low, high)
+    d = 2 * len(panels_tables[0][1][0][1])
+    fig.suptitle(f"RoPE's wavelengths per pair: rotated d = {d}, trained at L = {original_len}, "
+                 f"factor s = {factor:g}", fontsize=9)
+    fig.tight_layout()
+    return save(fig, out_dir, name)
+
+
 def standard_figures(study_dir, out_dir=None):
     """Every figure that fits the study's columns; returns the written paths."""
     summary, positions = load(study_dir)

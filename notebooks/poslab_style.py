@@ -7,14 +7,15 @@ Families and their hues (docs/05-beyond.md explains the families):
     absolute                reds and oranges   (sinusoidal, learned)
     relative, learned table blues              (shaw, transformer_xl, deberta)
     relative, bias          greens and teals   (t5_bias, alibi, kerple, fire)
-    relative, rotation      purple             (rope)
+    relative, rotation      purples            (rope, xpos)
 A variant of an encoding (randomized positions, another option) keeps the encoding's colour and
 changes the line style.
 """
 import matplotlib.pyplot as plt
 
 ENCODING_ORDER = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "deberta",
-                  "t5_bias", "alibi", "kerple", "fire", "rope", "example_distance_bias"]
+                  "t5_bias", "alibi", "kerple", "fire", "rope", "xpos",
+                  "example_distance_bias"]
 
 ENCODING_COLOURS = {
     "none": "#000000",
@@ -28,13 +29,14 @@ ENCODING_COLOURS = {
     "kerple": "#98df8a",             # light green
     "fire": "#637939",               # dark olive
     "rope": "#9467bd",               # purple
+    "xpos": "#e377c2",               # pink-purple
     "example_distance_bias": "#7f7f7f",
 }
 
 ENCODING_LABELS = {
     "none": "NoPE", "sinusoidal": "sinusoidal", "learned": "learned", "shaw": "Shaw",
     "transformer_xl": "Transformer-XL", "deberta": "DeBERTa", "t5_bias": "T5 bias",
-    "alibi": "ALiBi", "kerple": "KERPLE", "fire": "FIRE", "rope": "RoPE",
+    "alibi": "ALiBi", "kerple": "KERPLE", "fire": "FIRE", "rope": "RoPE", "xpos": "xPos",
     "example_distance_bias": "example",
 }
 

@@ -5,7 +5,9 @@
 #   2. runs a short comparison study on the long-document corpus, Debian's Python standard
 #      library (experiments/quickstart_comparison.toml: none, sinusoidal, Shaw and
 #      Transformer-XL trained with memory 32, each evaluated with memory 0, 32 and 128) and
-#      prints its table.
+#      prints its table;
+#   3. writes the comparison's report and the quickstart model's attention explorer (docs/10)
+#      and prints where they are.
 # About 5 minutes on 2 cores. Results: runs/quickstart/ and results/quickstart_comparison/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -24,3 +26,12 @@ print("Python standard library, validation loss (nats/byte) by evaluation memory
 print("trained with memory 32, segment 32, 1500 steps:")
 print(m.round(4).to_string())
 PY
+echo
+# The web pages (docs/10): the comparison's report, and the attention explorer of the quickstart
+# model; both open from disk in any browser.
+build/poslab explore runs/quickstart --out runs/quickstart_explorer
+build/poslab report results/quickstart_comparison
+echo
+echo "Open in a browser: results/quickstart_comparison/report/index.html (the report)"
+echo "            and    runs/quickstart_explorer/index.html (the attention explorer)"
+

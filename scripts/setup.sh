@@ -24,6 +24,9 @@ packages=(
   # Notebooks that plot the results (run with /usr/bin/python3)
   python3-numpy python3-pandas python3-matplotlib
   jupyter-nbconvert python3-nbclient python3-ipykernel
+  # The browser test of the report and the explorer (scripts/test-browser.sh): headless
+  # chromium driven by selenium
+  chromium chromium-driver python3-selenium
 )
 
 missing=()

@@ -8,7 +8,7 @@
 #   ONLY_SCENARIOS=scenario_two_stages bash scripts/test-slurm.sh   # only the scenarios named
 #
 # Needs root (it installs Debian's Slurm and MUNGE packages if they are missing) and a built
-# poslab; it builds nothing. A few minutes once the packages are installed (three scenarios).
+# poslab; it builds nothing. A few minutes once the packages are installed (four scenarios).
 #
 # How a one-node Slurm cluster fits together (the three daemons this script starts):
 #   munged     MUNGE, the authentication service: every Slurm message carries a credential
@@ -652,14 +652,22 @@ STUDY
   mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-3.txt")
   ((${#jobs[@]} == 2)) || { echo "FAIL: expected 2 jobs (one per stage), got ${#jobs[@]}"; return 1; }
 
-  # While stage 1 runs, stage 2 is held by its dependency on stage 1's array.
+  # While stage 1 runs, stage 2 is held by its dependency on stage 1's array. (Right after
+  # submission its reason is still "None": the controller sets "Dependency" at its next
+  # scheduling pass, so the reason is polled while stage 1 is in the queue.)
   dependency=$(scontrol -o show job "${jobs[1]}" | grep -o 'Dependency=[^ ]*' | head -n 1)
-  reason=$(squeue -h -r -j "${jobs[1]}" -o %r | head -n 1)
-  echo "stage 2 (job ${jobs[1]}): $dependency, reason $reason"
   [[ "$dependency" == *"afterok:${jobs[0]}"* ]] ||
-    { echo "FAIL: stage 2 does not depend on stage 1 (job ${jobs[0]}) with afterok"; return 1; }
+    { echo "FAIL: stage 2 does not depend on stage 1 (job ${jobs[0]}) with afterok ($dependency)"; return 1; }
+  local start=$SECONDS
+  reason=$(squeue -h -r -j "${jobs[1]}" -o %r | head -n 1)
+  while [[ "$reason" != Dependency && -n "$(squeue -h -r -j "${jobs[0]}" -o %i)" ]] &&
+    ((SECONDS - start < 30)); do
+    sleep 0.5
+    reason=$(squeue -h -r -j "${jobs[1]}" -o %r | head -n 1)
+  done
+  echo "stage 2 (job ${jobs[1]}): $dependency, reason $reason while stage 1 (job ${jobs[0]}) runs"
   [[ "$reason" == Dependency ]] ||
-    { echo "FAIL: stage 2 is not held by its dependency while stage 1 runs (reason: $reason)"; return 1; }
+    { echo "FAIL: stage 2 was not held by its dependency while stage 1 ran (reason: $reason)"; return 1; }
 
   for job in "${jobs[@]}"; do
     wait_for_job "$job" || { echo "FAIL: job $job did not finish in ${JOB_TIMEOUT}s"; return 1; }
@@ -714,8 +722,74 @@ PY
     "parent's checkpoint, and the summary equals a local run's"
 }
 
+# Scenario 4, a failed first stage: the parent variant cannot run (its evaluation segment needs
+# more memory than any machine has: `poslab train` refuses it at start, exit 1). Its tasks must
+# fail, and the second stage, whose afterok dependency can then never be satisfied, must be
+# cancelled by Slurm (--kill-on-invalid-dep=yes in its script) instead of pending forever; no
+# child may have started.
+scenario_failed_parent() {
+  local results="$WORK/results-4" study="$WORK/stages-failing.toml" submit_script jobs=() job
+  log "scenario 4: a two-stage study whose first stage fails; the second must be cancelled"
+  cat >"$study" <<'STUDY'
+[study]
+name = "failing"
+[base.model]
+d_model = 16
+n_layers = 1
+n_heads = 2
+d_inner = 32
+[base.train]
+seq_len = 8
+batch_size = 4
+steps = 10
+threads = 1
+[sweep]
+"train.seed" = [41, 42]
+[[variant]]
+name = "short"
+set = { "eval.seq_len" = 100000000 }
+[[variant]]
+name = "long"
+from = "short"
+set = { "train.seq_len" = 16 }
+STUDY
+  "$POSLAB" run "$study" --export slurm --out "$results" >"$WORK/export-4.txt" 2>&1 ||
+    { cat "$WORK/export-4.txt"; echo "FAIL: the export failed"; return 1; }
+  submit_script=$(sed -n 's/^submit with: //p' "$WORK/export-4.txt" | tail -n 1)
+  submit_script=${submit_script#\'}
+  submit_script=${submit_script%\'}
+  bash "$submit_script" >"$WORK/submit-4.txt" 2>&1 ||
+    { cat "$WORK/submit-4.txt"; echo "FAIL: submit.sh failed"; return 1; }
+  cat "$WORK/submit-4.txt"
+  mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-4.txt")
+  ((${#jobs[@]} == 2)) || { echo "FAIL: expected 2 jobs (one per stage), got ${#jobs[@]}"; return 1; }
+  for job in "${jobs[@]}"; do
+    wait_for_job "$job" || { echo "FAIL: job $job is still in the queue after ${JOB_TIMEOUT}s"; return 1; }
+  done
+  local first second
+  first=$(job_states "${jobs[0]}")
+  second=$(job_states "${jobs[1]}")
+  echo "job ${jobs[0]} (stage 1):"
+  echo "$first" | awk '{ print "  " $1, $2, $3 }'
+  echo "job ${jobs[1]} (stage 2): $(scontrol -o show job "${jobs[1]}" | grep -o 'Reason=[^ ]*' | head -n 1)"
+  echo "$second" | awk '{ print "  " $1, $2, $3 }'
+  [[ -z "$(awk '$2 != "FAILED"' <<<"$first")" ]] ||
+    { echo "FAIL: the first stage's tasks did not all fail"; return 1; }
+  grep -h "poslab: error:" "$results"/runs/short__*.log | head -n 1
+  grep -q "needs about" "$results/runs/short__train.seed-41.log" ||
+    { echo "FAIL: the parent failed for another reason than the one planted"; return 1; }
+  [[ -n "$second" && -z "$(awk '$2 != "CANCELLED"' <<<"$second")" ]] ||
+    { echo "FAIL: the second stage was not cancelled"; return 1; }
+  if compgen -G "$results/runs/long__*" >/dev/null; then
+    echo "FAIL: a child of a failed parent was started: $(ls -d "$results"/runs/long__*)"
+    return 1
+  fi
+  echo "PASS: the failed first stage cancelled the second (afterok never satisfied); no child started"
+}
+
 # The scenarios main runs, in order (ONLY_SCENARIOS="name ..." in the environment: only those).
-SCENARIOS=(scenario_export_matches_local scenario_cancel_reexport_resubmit scenario_two_stages)
+SCENARIOS=(scenario_export_matches_local scenario_cancel_reexport_resubmit scenario_two_stages
+  scenario_failed_parent)
 if [[ -n "${ONLY_SCENARIOS:-}" ]]; then read -r -a SCENARIOS <<<"$ONLY_SCENARIOS"; fi
 
 # =============================================================================================

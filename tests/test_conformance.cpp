@@ -91,6 +91,11 @@ const std::vector<EdgeSet> kEdgeOptionSets = {
               {"fraction", 0.5}, {"attention_factor", 2.0}, {"base", 100.0}}},
     {"rope", {{"scaling", std::string("llama3")}, {"factor", 8.0},
               {"original_len", std::int64_t(16)}, {"base", 100.0}}},
+    // xPos: a strong decay within the kit's few positions (zeta_0 = 0.2 / 1.2, B = 2), and an
+    // extreme one (gamma 0.01: zeta_0 = 0.0099, B = 1), where only the centring of the scales
+    // (xpos.cpp) keeps q and k finite and the gradients checkable.
+    {"xpos", {{"scale_base", 2.0}, {"gamma", 0.2}}},
+    {"xpos", {{"scale_base", 1.0}, {"gamma", 0.01}, {"base", 10.0}}},
     {"kerple", {{"shared", true}, {"r2_init", 0.01}}},
     {"fire", {{"threshold_init", 2.0}}, false},  // queries beyond L_thr: not relative there
     {"fire", {{"threshold_init", 2.0}, {"shared", true}, {"learn_threshold", false}}, false},

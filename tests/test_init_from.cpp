@@ -96,10 +96,12 @@ TEST_CASE("a fine-tuned run starts from its parent's parameters and records it",
     // Fresh optimizer: the child's moments after 0 steps are zeros, not the parent's.
     CHECK_FALSE(same_files(f / "parent" / "optimizer" / "adam_m", f / "child" / "optimizer" / "adam_m"));
   }
-  SECTION("a changed segment, batch, schedule and rope option; the record names the parent") {
+  SECTION("a changed segment, batch, schedule and rope options (yarn); the record names the parent") {
     const Outcome child = f.train(
         " --init-from parent --set train.seq_len=16 --set train.batch_size=3 --set train.steps=4"
-        " --set train.lr=3e-4 --set train.warmup_steps=0 --set encoding.fraction=0.5 --out child");
+        " --set train.lr=3e-4 --set train.warmup_steps=0 --set encoding.fraction=0.5"
+        " --set encoding.scaling=yarn --set encoding.factor=2 --set encoding.original_len=8"
+        " --out child");
     INFO(child.out << child.err);
     REQUIRE(child.exit_code == 0);
     const nlohmann::json eval = json_of(f / "child" / "eval.json");

@@ -205,6 +205,23 @@ TEST_CASE("poslab run trains parents before children, resumes, and summarizes th
     CHECK_THAT(listed.str(), Contains("long,train.seed=2") && Contains("from short,train.seed=2") &&
                                  Contains("4 done, 0 pending"));
   }
+  SECTION("a parent trained again since makes its finished children stale") {
+    // Seed 1's parent now holds another checkpoint (one parameter of seed 2's parent).
+    fs::copy_file(study.run_dir(1) / "checkpoint" / "output.b.npy",
+                  study.run_dir(0) / "checkpoint" / "output.b.npy",
+                  fs::copy_options::overwrite_existing);
+    poslab::RunStudyOptions dry = options;
+    dry.dry_run = true;
+    std::ostringstream listed;
+    REQUIRE(poslab::run_study(dry, listed) == 0);
+    CHECK_THAT(listed.str(), Contains("stale      long,train.seed=1") &&
+                                 Contains("it started from another checkpoint of its parent " +
+                                          study.run_dir(0).string()) &&
+                                 Contains("the parent was trained again since") &&
+                                 Contains("done       long,train.seed=2"));
+    std::ostringstream refused;
+    CHECK_THROWS_WITH(poslab::run_study(options, refused), Contains("made with another config"));
+  }
   SECTION("a child deleted is trained again from its finished parent alone") {
     fs::remove_all(study.run_dir(3));
     std::ostringstream again;

@@ -180,12 +180,126 @@ def exercise_6(a, parts):
     parts.lines.append(f"  note  you predicted '{prediction}', the measurement says '{measured}'")
 
 
+# --- 7. YaRN's ramp by hand (chapter 11) ---------------------------------------------------------
+# The running example of chapter 11: a head of d = 16 rotated dimensions (d_model 64, 4 heads),
+# trained at L = 64, extended s = 4 times, base 10000.
+D, L, S, BASE = 16, 64, 4, 10000.0
+
+
+def rope_theta(i, d=D, base=BASE):
+    """theta_i = b^(-2i/d), pair i = 0 .. d/2 - 1."""
+    return base ** (-2 * i / d)
+
+
+def yarn_ramp(d=D, length=L, base=BASE, beta_fast=32.0, beta_slow=1.0):
+    """The official YaRN code's bounds and ramp (REFERENCE.md, "Context extension"), written
+    here from the formulas, not from poslab: (low_exact, high_exact, low, high, g per pair)."""
+    def dimension(rotations):  # the pair index at which a pair makes `rotations` turns over L
+        return d * math.log(length / (rotations * 2 * math.pi)) / (2 * math.log(base))
+    low_exact, high_exact = dimension(beta_fast), dimension(beta_slow)
+    low = max(math.floor(low_exact), 0)
+    high = min(math.ceil(high_exact), d - 1)
+    span = high - low if high != low else 0.001
+    g = [min(max((i - low) / span, 0.0), 1.0) for i in range(d // 2)]
+    return low_exact, high_exact, low, high, g
+
+
+def pair_list(value):
+    """A list of pair indices from the answer file, or None if it is not one."""
+    if not isinstance(value, list):
+        return None
+    try:
+        return sorted(int(v) for v in value)
+    except (TypeError, ValueError):
+        return None
+
+
+def exercise_7(a, parts):
+    low_exact, high_exact, low, high, g = yarn_ramp()
+    parts.check("low_exact, high_exact (2 decimals)",
+                parts.close([a.get("low_exact", ""), a.get("high_exact", "")],
+                            [low_exact, high_exact], 6e-3),
+                "d ln(L / (2 pi beta)) / (2 ln b) with beta = 32 and beta = 1: the (fractional) "
+                "pair index at which a pair makes beta turns over L")
+    parts.check("low, high (after floor / ceiling and clipping)",
+                parts.close([a.get("low", ""), a.get("high", "")], [low, high], 0),
+                "floor the low bound, ceil the high one, then clip both to [0, d - 1]")
+    parts.check("g (the interpolation weight of pairs 0..7, 3 decimals)",
+                parts.close(a.get("g", []), g, 6e-4), "g_i = clamp((i - low) / (high - low), 0, 1)")
+    for key, want in (("extrapolated", [i for i, w in enumerate(g) if w == 0]),
+                      ("interpolated", [i for i, w in enumerate(g) if w == 1]),
+                      ("mixed", [i for i, w in enumerate(g) if 0 < w < 1])):
+        parts.check(f"{key} (a list of pairs)", pair_list(a.get(key)) == want,
+                    "g = 0: kept as trained (extrapolated); g = 1: divided by s (interpolated)")
+    parts.check("attention_factor (4 decimals)",
+                parts.close([a.get("attention_factor", "")], [0.1 * math.log(S) + 1], 6e-5),
+                "a = 0.1 ln s + 1 (natural logarithm)")
+
+
+# --- 8. Which pairs do PI and NTK change? (chapter 11) ------------------------------------------
+def ntk_base(d=D, s=S, base=BASE):
+    """NTK-aware: b -> b s^(d / (d - 2))."""
+    return base * s ** (d / (d - 2))
+
+
+def wavelength(theta):
+    return 2 * math.pi / theta
+
+
+def unseen_pairs(scaled_theta, d=D, length=L, s=S):
+    """The pairs that did not complete a turn over L in training (lambda_i > L) and whose new
+    wavelength is shorter than s lambda_i: at s L they reach angles training never showed."""
+    return [i for i in range(d // 2)
+            if wavelength(rope_theta(i)) > length
+            and wavelength(scaled_theta(i)) < s * wavelength(rope_theta(i)) * (1 - 1e-9)]
+
+
+def exercise_8(a, parts):
+    linear = lambda i: rope_theta(i) / S                       # noqa: E731  PI
+    ntk = lambda i: rope_theta(i, base=ntk_base())             # noqa: E731  NTK-aware
+    none = rope_theta
+    linear_ratio = [wavelength(linear(i)) / wavelength(none(i)) for i in range(D // 2)]
+    ntk_ratio = [wavelength(ntk(i)) / wavelength(none(i)) for i in range(D // 2)]
+    parts.check("linear_ratio", parts.close([a.get("linear_ratio", "")], [linear_ratio[0]], 5e-4),
+                "theta / s: every wavelength 2 pi / theta grows by the same factor")
+    most = [i for i, r in enumerate(linear_ratio) if r > max(linear_ratio) * (1 - 1e-9)]
+    parts.check("linear_most (a list of pairs)", pair_list(a.get("linear_most")) == most,
+                "PI changes every pair by the same factor: they all tie")
+    parts.check("ntk_most", parts.close([a.get("ntk_most", "")],
+                                        [max(range(D // 2), key=ntk_ratio.__getitem__)], 0),
+                "theta'_i / theta_i = s^(-2i/(d-2)): which i moves it furthest from 1?")
+    parts.check("ntk_least", parts.close([a.get("ntk_least", "")],
+                                         [min(range(D // 2), key=ntk_ratio.__getitem__)], 0),
+                "pair 0 has theta = b^0 = 1 whatever the base")
+    parts.check("ntk_base (nearest integer)", parts.close([a.get("ntk_base", "")], [ntk_base()], 0.5),
+                "b s^(d/(d-2)) = 10000 * 4^(16/14)")
+    parts.check("ntk_ratio (pairs 0..7, 3 decimals)", parts.close(a.get("ntk_ratio", []), ntk_ratio, 6e-4),
+                "divide the wavelength column of the ntk table by that of the plain table")
+    for key, theta in (("unseen_none", none), ("unseen_linear", linear), ("unseen_ntk", ntk)):
+        parts.check(f"{key} (a list of pairs, [] if none)",
+                    pair_list(a.get(key)) == unseen_pairs(theta),
+                    "lambda_i > L = 64 in training, and lambda'_i < s lambda_i")
+
+
 EXERCISES = {1: exercise_1, 2: exercise_2, 3: exercise_3, 4: exercise_4, 5: exercise_5,
-             6: exercise_6}
+             6: exercise_6, 7: exercise_7, 8: exercise_8}
 
 
 # Exercises whose solution file alone passes (5 needs your encoding built in, 6 your run).
-SELF_CONTAINED = (1, 2, 3, 4)
+SELF_CONTAINED = (1, 2, 3, 4, 7, 8)
+
+# Planted wrong answers: the solution with one classic mistake, which must fail on exactly the
+# part named (a checker that passes anything near the answer is no checker).
+PLANTED = {
+    7: [({"low": -1}, "low, high"),                       # floored but not clipped at 0
+        ({"high": 2}, "low, high"),                       # floored instead of ceiled
+        ({"mixed": [1, 2, 3]}, "mixed"),                  # pair 3 has g = 1: interpolated
+        ({"attention_factor": 1.0602}, "attention_factor")],  # 0.1 log10(4) + 1
+    8: [({"ntk_most": 0}, "ntk_most"),                    # the fastest pair is the one kept
+        ({"unseen_ntk": []}, "unseen_ntk"),               # NTK is not PI on the middle pairs
+        ({"ntk_ratio": [1.000, 1.189, 1.414, 1.682, 2.000, 2.378, 2.828, 3.364]},
+         "ntk_ratio")],                                   # s^(i/8): d/2 in place of d - 2
+}
 
 
 def self_test():
@@ -204,9 +318,22 @@ def self_test():
                 failures.append(f"exercise {number}, {folder}: "
                                 f"{'should pass' if should_pass else 'should fail'}:\n"
                                 + "\n".join(parts.lines))
+    planted = 0
+    for number, mistakes in PLANTED.items():
+        with open(os.path.join(HERE, "solutions", f"{number:02d}.toml"), "rb") as f:
+            solution = tomllib.load(f)
+        for change, part in mistakes:
+            parts = Parts()
+            EXERCISES[number]({**solution, **change}, parts)
+            wrong = [line for line in parts.lines if line.lstrip().startswith("WRONG")]
+            planted += 1
+            if len(wrong) != 1 or not wrong[0].split(None, 1)[1].startswith(part):
+                failures.append(f"exercise {number}, planted {change}: should fail on '{part}' "
+                                f"only:\n" + "\n".join(parts.lines))
     for f in failures:
         print(f)
-    print(f"self-test: {len(failures)} broken checker(s) of {len(EXERCISES)}")
+    print(f"self-test: {len(failures)} broken checker(s) of {len(EXERCISES)} "
+          f"(blank answers, solutions and {planted} planted wrong answers)")
     return 1 if failures else 0
 
 

@@ -32,6 +32,7 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xtensor.hpp>
 
+#include "cli/byte_labels.hpp"
 #include "cli/commands.hpp"
 #include "config/load.hpp"
 #include "model/transformer.hpp"
@@ -57,20 +58,6 @@ std::vector<std::int32_t> encode_bytes(const std::string& text, int vocab_size,
     tokens.push_back(c);
   }
   return tokens;
-}
-
-// A label for one key column that any JSON reader and any plot can show: printable ASCII as it
-// is, a few control characters as C escapes, everything else as \xNN.
-std::string key_label(unsigned char c) {
-  switch (c) {
-    case '\n': return "\\n";
-    case '\t': return "\\t";
-    case '\r': return "\\r";
-    default: break;
-  }
-  if (c >= 32 && c < 127) return std::string(1, char(c));
-  static const char* hex = "0123456789abcdef";
-  return std::string("\\x") + hex[c >> 4] + hex[c & 15];
 }
 
 // The targets of a forward pass are needed for its loss only; the next byte will do.
@@ -138,7 +125,7 @@ int run_attention(const AttentionOptions& options, std::ostream& out) {
   const std::string key_text = memory_keys + options.input;
   nlohmann::json keys = nlohmann::json::array(), key_bytes = nlohmann::json::array();
   for (unsigned char c : key_text) {
-    keys.push_back(key_label(c));
+    keys.push_back(byte_label(c));
     key_bytes.push_back(int(c));
   }
   const nlohmann::json info = {

@@ -86,4 +86,22 @@ struct AttentionOptions {
 // Writes out_dir/layer{n}.npy (probs [H, L, K], float32) and out_dir/tokens.json.
 int run_attention(const AttentionOptions& options, std::ostream& out);
 
+// Runs /usr/bin/python3 <source tree>/notebooks/SCRIPT ARGUMENTS... (python_script.cpp) and
+// returns its exit code; throws if the interpreter or the script is missing.
+int run_python_script(const std::string& script_name, const std::vector<std::string>& arguments);
+
+// `poslab report` (report.cpp): a study's results as a static site, built by
+// notebooks/report.py; out_dir "" = STUDY_DIR/report.
+int run_report(const std::string& study_dir, const std::string& out_dir, std::ostream& out);
+
+// `poslab explore` (explore.cpp): the attention explorer of one or more trained runs.
+struct ExploreOptions {
+  std::vector<std::string> runs;          // finished language-model runs
+  std::string out_dir;                    // "" = explorer/
+  std::string text_file;                  // a text of the user's, besides the test split's
+  int texts = 4;                          // windows of the first run's test split
+  std::vector<int> factors = {1, 2, 4, 8};  // input lengths, x train.seq_len
+};
+int run_explore(const ExploreOptions& options, std::ostream& out);
+
 }  // namespace poslab

@@ -11,6 +11,8 @@
 //   poslab run experiments/state_reuse.toml --jobs 2
 //   poslab plot results/state_reuse
 //   poslab attention --run runs/quickstart --input "hello world" --mem-text "once upon a time"
+//   poslab report results/xl_terms
+//   poslab explore runs/sinusoidal runs/alibi --out runs/explorer
 //
 // Exit codes: 0 success, 1 an error while running (a bad config, a missing file: one line
 // "poslab: error: ..." on stderr), 2 a usage error (an unknown option, a missing argument).
@@ -108,48 +110,6 @@ int list_tasks(std::ostream& out) {
     }
   }
   return 0;
-}
-
-// ---------------------------------------------------------------------------------------------
-// `poslab plot`: the standard figures of studies, drawn by notebooks/poslab_plots.py
-// ---------------------------------------------------------------------------------------------
-
-// Debian's interpreter, which has numpy, pandas and matplotlib (the `python3` on PATH may not).
-constexpr const char* kPython = "/usr/bin/python3";
-
-int plot_error(const std::string& message) {
-  std::cerr << "poslab: error: " << message << "\n";
-  return 1;
-}
-
-// Runs `/usr/bin/python3 <source>/notebooks/poslab_plots.py STUDY_DIR...` and returns its exit
-// code (the script's own errors, e.g. a missing summary.csv, are reported by the script).
-int run_plot(const std::vector<std::string>& study_dirs) {
-  const std::string script = std::string(POSLAB_SOURCE_DIR) + "/notebooks/poslab_plots.py";
-  if (::access(kPython, X_OK) != 0)
-    return plot_error(std::string(kPython) +
-                      " not found: `poslab plot` needs Debian's python3 with python3-pandas and "
-                      "python3-matplotlib (scripts/setup.sh installs them)");
-  if (::access(script.c_str(), R_OK) != 0)
-    return plot_error(script + " not found (the source tree poslab was built from)");
-  std::vector<std::string> words = {kPython, script};
-  words.insert(words.end(), study_dirs.begin(), study_dirs.end());
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  std::cout.flush();
-  std::cerr.flush();
-  const pid_t child = ::fork();
-  if (child < 0) return plot_error("plot: cannot start " + std::string(kPython));
-  if (child == 0) {
-    ::execv(kPython, argv.data());
-    _exit(127);  // execv returns only on failure
-  }
-  int status = 0;
-  while (::waitpid(child, &status, 0) < 0)
-    if (errno != EINTR) return plot_error("plot: lost the python3 process");
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  return 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -467,6 +427,66 @@ int run(int argc, char** argv) {
       "Example:\n"
       "  poslab attention --run runs/quickstart --input \"hello world\" --mem-text \"once upon a time\"");
 
+  ExploreOptions explore_options;
+  CLI::App* explore = app.add_subcommand(
+      "explore", "Write the attention explorer of trained runs: a web page that opens from disk.");
+  explore->add_option("RUN", explore_options.runs, "Run directories of language models (two: side by side)")
+      ->required()
+      ->expected(-1);
+  explore->add_option("--out", explore_options.out_dir, "Where to write the page (default: explorer/)")
+      ->type_name("DIR");
+  explore->add_option("--text", explore_options.text_file,
+                      "A text of yours to show as well (bytes; lengths it is too short for are skipped)")
+      ->type_name("FILE");
+  explore->add_option("--texts", explore_options.texts,
+                      "Windows of the first run's test split to show (default 4)")
+      ->check(CLI::Range(0, 16));
+  explore->add_option("--factors", explore_options.factors,
+                      "Input lengths, as multiples of the training length (default 1,2,4,8)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 64));
+  explore->footer(
+      "For each run, text and length factor f, runs the memory.mem_len bytes before the input\n"
+      "(filling the memory, where the run has one) and then f x train.seq_len bytes through the\n"
+      "model, and stores what the page shows (the page computes nothing):\n"
+      "  - the attention map of every layer and head (pooled to at most 128 x 128 blocks of\n"
+      "    tokens at long lengths: the mass a block of queries gives a block of keys);\n"
+      "  - the loss of every token, coloured on the text and as a curve over the position;\n"
+      "  - per run, the positional part of the score against distance, per head: biases (T5,\n"
+      "    ALiBi, KERPLE, FIRE), Shaw's q.a^K, Transformer-XL's (b)+(d), DeBERTa's c2p, RoPE's\n"
+      "    q.k response; none for sinusoidal, learned and none (positions are in the embeddings).\n"
+      "Two runs are shown side by side with one set of controls (layer, head, text, length).\n"
+      "Writes DIR/index.html, DIR/data/ and DIR/lib/ (Vega-Lite, vendored); the old DIR is\n"
+      "replaced only at the end. What to look for, per encoding: docs/10-explorer.md.\n"
+      "Example:\n"
+      "  poslab explore runs/sinusoidal runs/alibi --out runs/explorer\n"
+      "  xdg-open runs/explorer/index.html");
+
+  std::string report_dir, report_out;
+  CLI::App* report = app.add_subcommand(
+      "report", "Write a study's results as a web site that opens from disk (no server).");
+  report->add_option("STUDY_DIR", report_dir, "A study's results directory (holds summary.csv)")
+      ->required();
+  report->add_option("--out", report_out, "Where to write the site (default: STUDY_DIR/report)")
+      ->type_name("DIR");
+  report->footer(
+      "Writes DIR/index.html and what it needs (data/report.js, lib/ with the vendored\n"
+      "Vega-Lite, web/vendor/), to open from disk in any browser, offline:\n"
+      "  - the claims tables (notebooks/claims.py), the study's tables and its protocol;\n"
+      "  - every standard figure of `poslab plot`, interactive: hover for the mean, 95% interval\n"
+      "    and runs; click a legend entry to show one curve; drag to pan, scroll to zoom;\n"
+      "  - the run table: status (done, running, incomplete, pending, stale), difference from\n"
+      "    the study's base, gate, losses, provenance (commit, CPU, threads, time); sortable,\n"
+      "    filterable;\n"
+      "  - the learning curves (metrics.csv) of the runs ticked in the table.\n"
+      "The runs are those STUDY_DIR/study.toml plans (with [smoke] if the name ends in -smoke).\n"
+      "A committed study keeps summary.csv but not its run directories: its runs show as done\n"
+      "from summary.csv, without provenance beyond the commit, and without learning curves.\n"
+      "Built by /usr/bin/python3 notebooks/report.py; the old DIR is replaced only at the end.\n"
+      "Example:\n"
+      "  poslab report results/xl_terms\n"
+      "  xdg-open results/xl_terms/report/index.html");
+
   RunStudyOptions run_options;  // `poslab run`: a study of many runs (study/runner.hpp)
   CLI::App* run_command = add_run_command(app, run_options);
 
@@ -477,11 +497,12 @@ int run(int argc, char** argv) {
     std::string message = e.what();
     // CLI11 calls a misspelled command a missing one; name it instead.
     const std::vector<std::string> commands = {"train", "eval", "bench", "encodings", "tasks",
-                                               "run", "plot", "attention"};
+                                               "run", "plot", "attention", "report", "explore"};
     if (argc > 1 && argv[1][0] != '-' &&
         std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
       message = std::string("unknown command '") + argv[1] +
-                "'; the commands are train, eval, bench, encodings, tasks, run, plot and attention";
+                "'; the commands are train, eval, bench, encodings, tasks, run, plot, attention, "
+                "report and explore";
     std::cerr << "poslab: usage error: " << message
               << "\nRun `poslab --help` or `poslab COMMAND --help` for usage.\n";
     return 2;
@@ -509,7 +530,9 @@ int run(int argc, char** argv) {
     }
     if (*tasks) return list_tasks(std::cout);
     if (*run_command) return run_study(run_options, std::cout);
-    if (*plot) return run_plot(plot_dirs);
+    if (*plot) return run_python_script("poslab_plots.py", plot_dirs);
+    if (*report) return run_report(report_dir, report_out, std::cout);
+    if (*explore) return run_explore(explore_options, std::cout);
     if (*attention) {
       attention_options.mem_text_given = attention->count("--mem-text") > 0;
       return run_attention(attention_options, std::cout);

@@ -12,6 +12,7 @@ EncodingInfo transformer_xl_encoding_info();
 EncodingInfo t5_bias_encoding_info();
 EncodingInfo alibi_encoding_info();
 EncodingInfo rope_encoding_info();
+EncodingInfo xpos_encoding_info();
 EncodingInfo kerple_encoding_info();
 EncodingInfo fire_encoding_info();
 EncodingInfo deberta_encoding_info();
@@ -27,6 +28,7 @@ const std::vector<EncodingInfo>& registered_encodings() {
       t5_bias_encoding_info(),
       alibi_encoding_info(),
       rope_encoding_info(),
+      xpos_encoding_info(),
       kerple_encoding_info(),
       fire_encoding_info(),
       deberta_encoding_info(),

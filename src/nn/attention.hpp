@@ -155,6 +155,9 @@ class Attention {
 
   // The attention weights of the last forward pass, [B, H, L, K] (for plots and tests).
   const xt::xtensor<T, 4>& probs() const { return probs_; }
+  // The queries of the last training-path forward pass, [B, L, H * d_h], after the encoding's
+  // rotation (hook (b)) if it has one (for `poslab explore`'s positional terms).
+  const xt::xtensor<T, 3>& queries() const { return q_; }
 
   Param W_q, W_k, W_v, W_o;
 

@@ -39,6 +39,7 @@
 #include "core/provenance.hpp"
 #include "study/scheduler.hpp"
 #include "study/slurm_export.hpp"
+#include "train/checkpoint.hpp"
 #include "train/registered_choices.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
@@ -414,6 +415,29 @@ bool is_being_trained(const fs::path& run_dir) {
   return claim && claim_is_live(*claim);  // one on another machine, by its heartbeat
 }
 
+namespace {
+
+// A finished later-stage run is the same experiment only if it started from the checkpoint its
+// parent holds now: a parent trained again since (deleted and rerun) makes it stale. "" if the
+// run has no parent, the parent is not finished (nothing to compare), or the checkpoints match.
+std::string started_from_another_parent(const PlannedRun& run, const fs::path& dir) {
+  if (run.parent == PlannedRun::kNoParent) return "";
+  const fs::path parent = run.config.train.init_from;
+  if (!fs::is_directory(parent) || !RunDirectory::open(parent).is_complete()) return "";
+  const nlohmann::json eval = RunDirectory::open(dir).read_json("eval.json");
+  const std::string recorded =
+      eval.value("provenance", nlohmann::json::object())
+          .value("init_from", nlohmann::json::object())
+          .value("checkpoint_sha256", "");
+  const std::string now = checkpoint_sha256(parent);
+  if (recorded == now) return "";
+  return "it started from another checkpoint of its parent " + parent.string() + " (sha256 " +
+         (recorded.empty() ? "not recorded" : recorded.substr(0, 12) + "...") + ", now " +
+         now.substr(0, 12) + "...): the parent was trained again since";
+}
+
+}  // namespace
+
 RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why) {
   const fs::path dir = layout.run_dir(run);
   if (!fs::exists(dir)) return RunStatus::pending;
@@ -423,8 +447,9 @@ RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::stri
   try {
     const std::string difference = experiment_difference(
         load_config((dir / "config.toml").string(), registered_choices()), run.config);
-    if (difference.empty()) return RunStatus::done;
-    if (why) *why = difference;
+    const std::string parent_changed = started_from_another_parent(run, dir);
+    if (difference.empty() && parent_changed.empty()) return RunStatus::done;
+    if (why) *why = difference.empty() ? parent_changed : difference;
   } catch (const std::exception& e) {  // no config.toml, or one this poslab cannot read
     if (why) *why = e.what();
   }

@@ -67,7 +67,8 @@ ENCODINGS = {
     "transformer_xl": ["clamp_len", "untie_uv", "term_a", "term_b", "term_c", "term_d", "naive",
                        "init_std"],
     "t5_bias": ["num_buckets", "max_distance", "bidirectional", "init_std"],
-    "rope": ["base", "fraction"], "alibi": [],
+    "rope": ["base", "fraction", "scaling", "factor", "original_len", "attention_factor"],
+    "xpos": ["base", "gamma", "scale_base"], "alibi": [],
     "kerple": ["shared", "r1_init", "r2_init"],
     "fire": ["hidden", "c_init", "threshold_init", "learn_threshold", "shared", "naive"],
     "deberta": ["k", "c2p", "p2c", "naive", "init_std"],
@@ -85,7 +86,7 @@ INTEGERS = ["0", "1", "2", "3", "4", "7", "8", "-1", "2147483647", "2147483648",
             "-2147483649", "9223372036854775807", "-9223372036854775808"]
 FLOATS = ["0.0", "-0.0", "1e-320", "1e-3", "0.5", "0.999999", "1.0", "1.5", "1e300", "-1e300",
           "inf", "-inf", "nan", "+nan"]
-STRINGS = ['""', '"x"', '"none"', '"shaw"', '"learned"', '"lm"', '"copy"', '"test"', '"valid"',
+STRINGS = ['""', '"x"', '"none"', '"shaw"', '"yarn"', '"learned"', '"lm"', '"copy"', '"test"', '"valid"',
            '"file"', '"gelu"', '"\\u0000"', '"a\\nb"', '"a\\tb"', '"' + "a" * 5000 + '"',
            '"\\u00e9\\u4e2d"']
 OTHERS = ["true", "false", "[]", "[1, 2]", "[1e300]", "[0.5, 2]", "[-1]", '["a"]', "[[1]]",

@@ -16,6 +16,12 @@
    text shows. The marker is an HTML comment: invisible in the rendered page. Inside a block
        <!-- results -->  ...  <!-- /results -->
    every decimal number must carry a marker (or sit in a claims block).
+   A marker may name a poslab command that prints CSV instead of a file, with the filters and
+   the column after a '|':
+       10.19<!--= build/poslab encodings --describe rope --csv --set encoding.scaling=yarn ...
+                  | pair=0 rotations_L -->
+   the number must equal that cell of what the command prints today (chapter 11 quotes the
+   describe table this way).
 3. Commands. Every `build/poslab SUBCOMMAND ...` line in a code block or inline code names an
    existing subcommand, and every --option it uses is in that subcommand's --help.
 4. Links and paths. Every relative Markdown link, and every experiments/*.toml or results/...
@@ -77,17 +83,52 @@ def line_of(text, offset):
     return text.count("\n", 0, offset) + 1
 
 
-def lookup(spec):
-    """The value a marker names: 'PATH key=value ... COLUMN' -> (value, error)."""
+def command_csv(poslab, arguments, cache={}):
+    """What `poslab ARGUMENTS` prints, read as CSV -> (frame, error); each command runs once."""
+    import io
+    import shlex
     import pandas as pd
-    parts = spec.split()
+    if arguments not in cache:
+        if poslab is None:
+            cache[arguments] = (None, "a marker naming a poslab command needs the poslab binary")
+        else:
+            done = subprocess.run([poslab] + shlex.split(arguments), capture_output=True,
+                                  text=True)
+            if done.returncode != 0:
+                cache[arguments] = (None, f"'poslab {arguments}' failed: {done.stderr.strip()}")
+            else:
+                try:
+                    cache[arguments] = (pd.read_csv(io.StringIO(done.stdout)), None)
+                except Exception as e:  # not CSV: pandas says why
+                    cache[arguments] = (None, f"'poslab {arguments}' does not print CSV: {e}")
+    return cache[arguments]
+
+
+def lookup(spec, poslab=None):
+    """The value a marker names: 'PATH key=value ... COLUMN', or
+    'build/poslab ARGUMENTS | key=value ... COLUMN' -> (value, error)."""
+    import pandas as pd
+    if spec.startswith("build/poslab "):
+        if " | " not in spec:
+            return None, f"marker '{spec}' needs '| key=value ... COLUMN' after the command"
+        command, rest = spec.split(" | ", 1)
+        frame, error = command_csv(poslab, command[len("build/poslab "):].strip())
+        if error:
+            return None, error
+        path = command
+        parts = [path] + rest.split()
+    else:
+        parts = spec.split()
+        path = parts[0] if parts else ""
+        frame = None
     if len(parts) < 2:
         return None, f"marker '{spec}' needs a file and a column"
-    path, filters, column = parts[0], parts[1:-1], parts[-1]
-    full = os.path.join(REPO, path)
-    if not os.path.exists(full):
-        return None, f"marker names {path}, which does not exist"
-    frame = pd.read_csv(full)
+    filters, column = parts[1:-1], parts[-1]
+    if frame is None:
+        full = os.path.join(REPO, path)
+        if not os.path.exists(full):
+            return None, f"marker names {path}, which does not exist"
+        frame = pd.read_csv(full)
     if column not in frame:
         return None, f"{path} has no column '{column}'"
     for f in filters:
@@ -109,10 +150,10 @@ def decimals(shown):
     return len(shown.split(".")[1]) if "." in shown else 0
 
 
-def check_numbers(path, text, problems):
+def check_numbers(path, text, problems, poslab=None):
     for m in MARKED.finditer(text):
         shown, spec = m.group(1), " ".join(m.group(2).split())
-        value, error = lookup(spec)
+        value, error = lookup(spec, poslab)
         where = f"{os.path.relpath(path, REPO)}:{line_of(text, m.start())}"
         if error:
             problems.append(f"{where}: {error}")
@@ -310,7 +351,7 @@ def check(poslab, paths=None):
         with open(path, encoding="utf-8") as f:
             text = f.read()
         check_claims(path, text, problems)
-        check_numbers(path, text, problems)
+        check_numbers(path, text, problems, poslab)
         check_commands(path, text, poslab, problems)
         check_paths(path, text, problems)
         check_excerpts(path, text, problems)
@@ -354,6 +395,19 @@ def self_test(poslab):
     cases["true output"] = (f"<!-- output: build/poslab {describe} -->\n```text\n{printed}```\n", 0)
     cases["drifted output"] = (f"<!-- output: build/poslab {describe} -->\n```text\n"
                                f"{printed.replace('0.01', '0.02')}```\n", 1)
+    # A number quoted from a command's CSV (the describe table of chapter 11): yarn's pair 1.
+    table = ("build/poslab encodings --describe rope --csv --set model.d_model=64 "
+             "--set model.n_heads=4 --set encoding.scaling=yarn --set encoding.factor=4 "
+             "--set encoding.original_len=64")
+    cell = f"{table} | pair=1 interpolation"
+    value, error = lookup(cell, poslab)
+    assert error is None, error
+    cases["right number from a command"] = (f"Pair 1 is {value:.3f}<!--= {cell} --> "
+                                            f"interpolated.\n", 0)
+    cases["wrong number from a command"] = (f"Pair 1 is {value + 0.01:.3f}<!--= {cell} --> "
+                                            f"interpolated.\n", 1)
+    cases["command marker without a column"] = (f"Pair 1 is 0.333<!--= {table} --> "
+                                                f"interpolated.\n", 1)
     failures = []
     with tempfile.TemporaryDirectory(dir=os.path.join(REPO, "docs")) as scratch:
         for name, (text, expected) in cases.items():

@@ -1,0 +1,231 @@
+"""`poslab report STUDY_DIR`: a study's results as a static web site that opens from disk.
+
+    build/poslab report results/xl_terms                 # -> results/xl_terms/report/index.html
+    build/poslab report results/xl_terms --out /tmp/r    # anywhere else
+
+`poslab report` (src/cli/report.cpp) lists the study's planned runs and their status and calls
+this script with Debian's interpreter:
+
+    /usr/bin/python3 notebooks/report.py STUDY_DIR --out DIR --runs RUNS.json
+
+What the site holds (DIR/index.html; everything it needs is inside DIR):
+  - the claims tables (notebooks/claims.py) and the study's tables (notebooks/study_tables.py),
+    and the protocol (experiments/NAME.protocol.md), as Markdown the page renders;
+  - every standard figure of notebooks/poslab_plots.py as interactive Vega-Lite charts
+    (notebooks/report_figures.py);
+  - the run table: status, difference from the study's base, gate, final losses, provenance;
+  - the learning curves of every run that has a metrics.csv.
+
+The data go into DIR/data/report.js as one JavaScript assignment (a page opened from file://
+may not fetch a JSON file, but it may load a script). The page (web/report.js) puts every
+string into the document as text (textContent), never as markup, so a study, run or variant
+named `<script>...` shows as those characters. Charts are drawn by the vendored Vega-Lite
+(web/vendor/, copied into DIR/lib/).
+
+The site is written into a temporary directory beside DIR and moved into place at the end, so
+an error leaves the old report (if any) as it was.
+"""
+import argparse
+import contextlib
+import io
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+import pandas as pd
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import claims  # noqa: E402
+import report_figures  # noqa: E402
+import study_tables  # noqa: E402
+from report_figures import finite  # noqa: E402
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+WEB = os.path.join(SOURCE, "web")
+
+
+def fail(message):
+    print(f"poslab report: error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def read_text(path):
+    if path and os.path.exists(path):
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    return None
+
+
+def captured(function, *args):
+    """What function(*args) prints, and its exception text if it raised (then None)."""
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+            code = function(*args)
+    except Exception as e:  # a table that cannot be made is reported in the page, not fatal
+        return None, f"{type(e).__name__}: {e}"
+    return (out.getvalue() if code in (0, None) else None), None
+
+
+def protocol_text(study_dir, name):
+    """The study's protocol: STUDY_DIR/protocol.md, else experiments/NAME.protocol.md (NAME
+    without a -smoke suffix)."""
+    base = name[:-len("-smoke")] if name.endswith("-smoke") else name
+    for path in (os.path.join(study_dir, "protocol.md"),
+                 os.path.join(SOURCE, "experiments", f"{base}.protocol.md")):
+        text = read_text(path)
+        if text is not None:
+            return text, os.path.relpath(path, SOURCE) if path.startswith(SOURCE) else path
+    return None, None
+
+
+def metrics_of(run_dir):
+    """metrics.csv as columns {step: [...], train_loss: [...], valid_loss: [...], lr: [...]}."""
+    path = os.path.join(run_dir, "metrics.csv")
+    if not os.path.exists(path):
+        return None
+    frame = pd.read_csv(path)
+    return {c: [finite(v) for v in frame[c]] for c in ("step", "train_loss", "valid_loss", "lr")
+            if c in frame}
+
+
+def run_table(study_dir, summary, planned):
+    """One row per planned run (or, without a plan, per run in summary.csv): what the page's
+    run table shows, and each run's learning curve."""
+    by_run = {run: rows for run, rows in summary.groupby("run", sort=False)} \
+        if "run" in summary else {}
+    if planned is None:  # called without `poslab report`: the runs summary.csv knows
+        planned = [{"id": run, "dir_name": None, "overrides": None, "status": "done"}
+                   for run in by_run]
+    rows, curves = [], {}
+    for plan in planned:
+        run_id = plan["id"]
+        status = plan["status"]
+        run_dir = os.path.join(study_dir, "runs", plan["dir_name"]) if plan.get("dir_name") \
+            else None
+        evaluation = None
+        if run_dir and os.path.exists(os.path.join(run_dir, "eval.json")):
+            with open(os.path.join(run_dir, "eval.json")) as f:
+                evaluation = json.load(f)
+        in_summary = by_run.get(run_id)
+        if status == "pending" and in_summary is not None:
+            status = "done"  # committed results: summary.csv without the run directories
+            source = "summary.csv (no run directory)"
+        else:
+            source = "run directory" if evaluation else ""
+        row = {"id": run_id, "status": status, "source": source,
+               "diff": plan.get("overrides"), "gate": None, "loss": None,
+               "train_loss": None, "commit": None, "cpu": None, "threads": None,
+               "started": None, "finished": None, "train_seconds": None}
+        if in_summary is not None:
+            main = in_summary[in_summary["kind"] == "main"]
+            first = (main if len(main) else in_summary).iloc[0]
+            row["loss"] = finite(first.get("loss"))
+            row["train_loss"] = finite(first.get("train_loss"))
+            row["train_seconds"] = finite(first.get("train_seconds"))
+            if "in_distribution_ok" in first and first["in_distribution_ok"] == \
+                    first["in_distribution_ok"]:
+                row["gate"] = str(first["in_distribution_ok"]).lower() == "true"
+            if "commit" in first and isinstance(first["commit"], str):
+                row["commit"] = first["commit"]
+        if evaluation:
+            provenance = evaluation.get("provenance", {})
+            row["loss"] = finite(evaluation.get("loss")) if row["loss"] is None else row["loss"]
+            row["train_loss"] = row["train_loss"] if row["train_loss"] is not None else \
+                finite(evaluation.get("train_loss"))
+            if row["gate"] is None and "in_distribution_ok" in evaluation:
+                row["gate"] = bool(evaluation["in_distribution_ok"])
+            row["train_seconds"] = row["train_seconds"] or finite(evaluation.get("train_seconds"))
+            for key in ("commit", "cpu", "threads", "started", "finished"):
+                row[key] = row[key] or provenance.get(key)
+        if run_dir:
+            curve = metrics_of(run_dir)
+            if curve:
+                curves[run_id] = curve
+        rows.append(row)
+    return rows, curves
+
+
+def build(study_dir, out_dir, planned):
+    summary_path = os.path.join(study_dir, "summary.csv")
+    if not os.path.exists(summary_path):
+        fail(f"{summary_path} not found (run the study first: build/poslab run "
+             f"experiments/NAME.toml)")
+    summary = pd.read_csv(summary_path)
+    name = os.path.basename(os.path.normpath(study_dir))
+    study_name = str(summary["study"].iloc[0]) if "study" in summary and len(summary) else name
+
+    claims_text, claims_error = captured(claims.main, ["claims.py", study_dir])
+    tables_text, tables_error = captured(study_tables.main, study_dir)
+    if tables_text and "|" not in tables_text:  # not a Markdown table (a plain description)
+        tables_text = "```\n" + tables_text + "\n```"
+    protocol, protocol_path = protocol_text(study_dir, name)
+    figures, not_interactive = report_figures.standard_figures(study_dir)
+    runs, curves = run_table(study_dir, summary, planned)
+
+    data = {
+        "study": study_name,
+        "directory": os.path.abspath(study_dir),
+        "study_toml": read_text(os.path.join(study_dir, "study.toml")),
+        "protocol": protocol, "protocol_path": protocol_path,
+        "claims": claims_text, "claims_error": claims_error,
+        "tables": tables_text, "tables_error": tables_error,
+        "figures": figures, "not_interactive": not_interactive,
+        "runs": runs, "curves": curves,
+        "summary_rows": len(summary),
+    }
+
+    parent = os.path.dirname(os.path.abspath(out_dir))
+    os.makedirs(parent, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".report-", dir=parent)
+    os.chmod(staging, 0o755)  # mkdtemp makes it private
+    try:
+        shutil.copytree(os.path.join(WEB, "vendor"), os.path.join(staging, "lib"))
+        for asset in ("poslab.css", "report.js", "markdown.js"):
+            shutil.copy(os.path.join(WEB, asset), os.path.join(staging, "lib", asset))
+        shutil.copy(os.path.join(WEB, "report.html"), os.path.join(staging, "index.html"))
+        os.makedirs(os.path.join(staging, "data"))
+        with open(os.path.join(staging, "data", "report.js"), "w", encoding="utf-8") as f:
+            # JSON is a JavaScript expression; allow_nan=False: NaN was turned into null.
+            f.write("window.POSLAB_REPORT = ")
+            json.dump(data, f, allow_nan=False, separators=(",", ":"))
+            f.write(";\n")
+        if os.path.exists(out_dir):
+            old = out_dir.rstrip("/") + ".old"
+            shutil.rmtree(old, ignore_errors=True)
+            os.rename(out_dir, old)
+            os.rename(staging, out_dir)
+            shutil.rmtree(old)
+        else:
+            os.rename(staging, out_dir)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return os.path.join(out_dir, "index.html")
+
+
+def main(argv):
+    parser = argparse.ArgumentParser(prog="report.py", description=__doc__.split("\n")[0])
+    parser.add_argument("study_dir")
+    parser.add_argument("--out", default=None, help="default: STUDY_DIR/report")
+    parser.add_argument("--runs", default=None, help="planned runs and their status (JSON)")
+    args = parser.parse_args(argv[1:])
+    if not os.path.isdir(args.study_dir):
+        fail(f"{args.study_dir}: not a directory")
+    planned = None
+    if args.runs:
+        with open(args.runs) as f:
+            planned = json.load(f)
+    out_dir = args.out or os.path.join(args.study_dir, "report")
+    index = build(args.study_dir, out_dir, planned)
+    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(out_dir)
+                for f in files)
+    print(f"{index}  ({total / 1e6:.1f} MB; open it in a browser: file://"
+          f"{os.path.abspath(index)})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,393 @@
+"""The standard figures of notebooks/poslab_plots.py as interactive Vega-Lite charts, for
+`poslab report` (notebooks/report.py).
+
+Each figure is the same selection of rows as its PNG twin (the same panels, curves and gate), but
+the numbers go to the browser instead of to matplotlib: every point carries its mean, its 95% t
+interval and n, so hovering shows them; a click on a legend entry shows one curve alone (shift
+for several); dragging pans and the wheel zooms. A figure is a list of panels, one Vega-Lite spec
+each, so that each panel zooms on its own.
+
+Every curve is computed twice, over the runs that pass the in-distribution gate (what the PNGs
+show) and over every run; the page switches between them with one check box (the signal
+`include_dropped`), which matters for smoke studies whose tiny runs never pass the gate.
+"""
+import os
+
+import pandas as pd
+
+import poslab_plots
+import poslab_stats
+import poslab_style
+from poslab_style import ordered
+
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+DEFAULT_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2",
+                   "#ff9da6", "#9d755d", "#bab0ac"]
+
+
+def finite(x):
+    """A float for JSON: NaN and infinities become None (null)."""
+    try:
+        x = float(x)
+    except (TypeError, ValueError):
+        return None
+    return x if x == x and abs(x) != float("inf") else None
+
+
+def colour_scale(series_names):
+    """Vega-Lite's colour scale for these series: each encoding its poslab_style colour."""
+    domain, colours = [], []
+    spare = iter(DEFAULT_COLOURS * 4)
+    for name in series_names:
+        domain.append(poslab_style.label(name))
+        colours.append(poslab_style.colour(name) or next(spare))
+    return {"domain": domain, "range": colours}
+
+
+def mean_rows(frame, x, y, series, extra=None):
+    """Mean and 95% t interval of y at each x, per series, over the gated runs (set "gated") and
+    over every run (set "all"): the rows of one panel's data."""
+    rows = []
+    for subset, part in (("gated", poslab_plots.gated(frame)), ("all", frame)):
+        for name in ordered(part[series]) if series in part else [None]:
+            curve = part if name is None else part[part[series] == name]
+            for value, group in curve.groupby(x):
+                mean, low, high, n = poslab_stats.t_interval(group[y])
+                if n == 0:
+                    continue
+                if y in ("accuracy", "exact_match"):  # as in poslab_plots.mean_band
+                    low, high = (max(low, 0), min(high, 1)) if n > 1 else (low, high)
+                elif y == "loss" and n > 1:
+                    low = max(low, 0)
+                row = {"set": subset, "series": poslab_style.label(name) if name is not None
+                       else "", "x": finite(value), "mean": finite(mean), "low": finite(low),
+                       "high": finite(high), "n": int(n)}
+                if row["low"] is None:  # one seed: the band is the point itself
+                    row["low"] = row["high"] = row["mean"]
+                rows.append({**row, **(extra or {})})
+    return rows
+
+
+def dropped_text(frame):
+    runs = frame.drop_duplicates("run") if "run" in frame else frame
+    kept = poslab_stats.gate_passed(runs)
+    return f"gate dropped {int((~kept).sum())} of {len(runs)} runs" if (~kept).any() else ""
+
+
+def set_filter(rows):
+    """Which set of rows a chart shows: the gated ones unless the page's check box asks for every
+    run, or unless the gate dropped every run (a smoke study): then every run, said in the
+    panel's subtitle (all_dropped_note), rather than an empty panel."""
+    if not any(row["set"] == "gated" for row in rows):
+        return {"filter": "datum.set == 'all'"}
+    return {"filter": "datum.set == (include_dropped ? 'all' : 'gated')"}
+
+
+def all_dropped_note(rows, subtitle):
+    if rows and not any(row["set"] == "gated" for row in rows):
+        return (subtitle + "; " if subtitle else "") + "showing every run"
+    return subtitle
+
+
+def curve_panel(rows, title, x_title, y_title, x_scale, series_names, references=(),
+                x_format=None, subtitle=""):
+    """One panel: a line with points per series and its interval as a band; hover, legend
+    selection, zoom and pan."""
+    colour = {"field": "series", "type": "nominal", "title": None,
+              "scale": colour_scale(series_names), "legend": {"symbolOpacity": 1}}
+    x = {"field": "x", "type": "quantitative", "title": x_title, "scale": dict(x_scale)}
+    if x_format:
+        x["axis"] = {"format": x_format}
+    y_scale = {"zero": False}
+    tooltip = [{"field": "series", "title": "curve"},
+               {"field": "x", "title": x_title, "format": ".4~g"},
+               {"field": "mean", "title": y_title + " (mean)", "format": ".4f"},
+               {"field": "low", "title": "95% interval, low", "format": ".4f"},
+               {"field": "high", "title": "95% interval, high", "format": ".4f"},
+               {"field": "n", "title": "runs (seeds)"}]
+    picked = {"condition": {"param": "pick", "empty": True, "value": 1}, "value": 0.12}
+    layers = [
+        {"mark": {"type": "area", "opacity": 0.15, "interpolate": "linear"},
+         "transform": [set_filter(rows)],
+         "encoding": {"x": x, "y": {"field": "low", "type": "quantitative", "scale": y_scale,
+                                    "title": y_title},
+                      "y2": {"field": "high"}, "color": colour,
+                      "opacity": {"condition": {"param": "pick", "empty": True, "value": 0.15},
+                                  "value": 0.02}}},
+        {"mark": {"type": "line", "strokeWidth": 1.6,  # small points where there are many
+                  "point": {"size": 28 if len({r["x"] for r in rows}) <= 40 else 4}},
+         "transform": [set_filter(rows)],
+         "params": [{"name": "pick", "select": {"type": "point", "fields": ["series"]},
+                     "bind": "legend"},
+                    {"name": "zoom", "select": "interval", "bind": "scales"}],
+         "encoding": {"x": x, "y": {"field": "mean", "type": "quantitative", "scale": y_scale,
+                                    "title": y_title},
+                      "color": colour, "opacity": picked, "tooltip": tooltip}},
+    ]
+    for value, text, axis in references:
+        layers.append({"data": {"values": [{"v": finite(value), "text": text}]},
+                       "mark": {"type": "rule", "strokeDash": [3, 3], "color": "#777"},
+                       "encoding": {axis: {"field": "v", "type": "quantitative"},
+                                    "tooltip": [{"field": "text", "title": "reference"},
+                                                {"field": "v", "title": "at"}]}})
+    subtitle = all_dropped_note(rows, subtitle)
+    spec = {"$schema": SCHEMA, "width": 300, "height": 210,
+            "title": {"text": title, "subtitle": subtitle} if subtitle else title,
+            "params": [{"name": "include_dropped", "value": False}],
+            "data": {"values": rows}, "layer": layers}
+    return spec
+
+
+def length_figure(summary, metric, name):
+    every_row = summary[summary["kind"] == "length"]
+    rows = every_row.dropna(subset=[metric])
+    if rows.empty:
+        return None
+    col = poslab_plots.panel_column(rows)
+    panels = []
+    for group in (ordered(rows[col]) if col else [None]):
+        sub = rows if group is None else rows[rows[col] == group]
+        series = poslab_plots.series_column(sub)
+        refs = [(1.0, "trained length", "x")]
+        if metric == "loss" and "unigram_loss" in sub and sub["unigram_loss"].notna().any():
+            refs.append((float(sub["unigram_loss"].mean()), "unigram", "y"))
+        if group == "parity" and metric == "accuracy":
+            refs.append((0.5, "chance", "y"))
+        panels.append(curve_panel(
+            mean_rows(sub, "factor", metric, series),
+            poslab_plots.panel_title(col, group) if group is not None else metric,
+            "evaluation length / training length",
+            "loss (nats per scored token)" if metric == "loss" else metric.replace("_", " "),
+            {"type": "log", "base": 2}, ordered(sub[series]), refs, x_format="~g",
+            subtitle=dropped_text(sub)))
+    return {"name": name, "title": f"{metric.replace('_', ' ')} against evaluation length",
+            "panels": panels}
+
+
+def memory_figure(summary, name="loss_vs_memory"):
+    rows = summary[summary["kind"] == "memory"].dropna(subset=["loss"])
+    if rows.empty:
+        return None
+    col = poslab_plots.panel_column(rows)
+    groups = [(t, m) for t in (ordered(rows[col]) if col else [None])
+              for m in (sorted(rows["memory.mem_len"].unique()) if "memory.mem_len" in rows
+                        else [None])]
+    panels = []
+    for group, trained in groups:
+        sub = rows if group is None else rows[rows[col] == group]
+        if trained is not None:
+            sub = sub[sub["memory.mem_len"] == trained]
+        if sub.empty:
+            continue
+        series = poslab_plots.series_column(sub)
+        parts = [poslab_plots.panel_title(col, group)] if group is not None else []
+        refs = []
+        if trained is not None:
+            parts.append(f"trained with memory {trained:g}")
+            if trained > 0:
+                refs.append((trained, "trained memory", "x"))
+        if "unigram_loss" in sub and sub["unigram_loss"].notna().any():
+            refs.append((float(sub["unigram_loss"].mean()), "unigram", "y"))
+        panels.append(curve_panel(mean_rows(sub, "mem_len", "loss", series),
+                                  ", ".join(parts) or "loss", "evaluation memory length",
+                                  "loss (nats per scored token)",
+                                  {"type": "symlog", "constant": 8}, ordered(sub[series]), refs,
+                                  subtitle=dropped_text(sub)))
+    return {"name": name, "title": "loss against evaluation memory", "panels": panels}
+
+
+def position_figure(positions, kind, name):
+    rows = positions[positions["kind"] == kind]
+    if rows.empty:
+        return None
+    note = ""
+    if kind == "memory" and "memory.mem_len" in rows:
+        rows = rows[rows["memory.mem_len"] == rows["memory.mem_len"].max()]
+        note = f"models trained with memory {int(rows['memory.mem_len'].max())}"
+    col = poslab_plots.panel_column(rows)
+    if kind == "memory":
+        settings, column, text = sorted({rows["mem_len"].min(), rows["mem_len"].max()}), \
+            "mem_len", "evaluation memory {:g}"
+    else:
+        settings, column, text = [rows["seq_len"].max()], "seq_len", "segment {:g}"
+    panels = []
+    for group in (ordered(rows[col]) if col else [None]):
+        for value in settings:
+            sub = rows[rows[column] == value]
+            if group is not None:
+                sub = sub[sub[col] == group]
+            series = poslab_plots.series_column(sub)
+            refs = []
+            if kind == "length":  # bins of positions, as poslab_plots.loss_by_position
+                trained = int(rows["seq_len"].min())
+                width = max(1, trained // 16)
+                sub = sub.assign(position=(sub["position"] // width) * width + (width - 1) / 2)
+                keys = [c for c in ("run", series, "position", "in_distribution_ok") if c in sub]
+                sub = sub.groupby(keys, as_index=False)["loss"].mean()
+                refs.append((trained, "trained length", "x"))
+            prefix = poslab_plots.panel_title(col, group) + ", " if group is not None else ""
+            panels.append(curve_panel(mean_rows(sub, "position", "loss", series),
+                                      prefix + text.format(value), "position inside the segment",
+                                      "loss", {"type": "linear"}, ordered(sub[series]), refs,
+                                      subtitle=note))
+    return {"name": name, "title": "loss at each position inside a segment", "panels": panels}
+
+
+def shaw_clip_figure(summary):
+    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"])
+    panel = curve_panel(mean_rows(rows, "encoding.clip_k", "loss", "variant"), "Shaw's clip k",
+                        "clip distance k", "validation loss (nats per byte)",
+                        {"type": "symlog", "constant": 1}, ordered(rows["variant"]))
+    return {"name": "shaw_clip", "title": "loss against Shaw's clipping distance",
+            "panels": [panel]}
+
+
+def xl_terms_figure(summary):
+    """Points with their 95% interval, one row per variant, one colour per evaluation setting."""
+    rows = summary.dropna(subset=["loss"])
+    settings = [("main", None, "trained memory")]
+    mem_rows = rows[rows["kind"] == "memory"]
+    if not mem_rows.empty:
+        settings = [("memory", mem_rows["mem_len"].min(), None),
+                    ("memory", mem_rows["mem_len"].max(), None)]
+    data = []
+    for kind, mem, label in settings:
+        sub = rows[rows["kind"] == kind]
+        if mem is not None:
+            sub = sub[sub["mem_len"] == mem]
+            label = f"evaluation memory {mem:g}"
+        sub = sub.assign(setting=label)
+        data += mean_rows(sub, "setting", "loss", "variant", {"setting": label})
+    for row in data:  # the variant is the row here, not a curve
+        row["variant"], row["series"] = row["series"], row["setting"]
+    variants = list(dict.fromkeys(rows["variant"]))
+    y = {"field": "variant", "type": "nominal", "sort": variants, "title": None}
+    x = {"field": "mean", "type": "quantitative", "scale": {"zero": False},
+         "title": "validation loss (nats per byte), mean and 95% interval over seeds"}
+    colour = {"field": "series", "type": "nominal", "title": None}
+    picked = {"condition": {"param": "pick", "empty": True, "value": 1}, "value": 0.12}
+    tooltip = [{"field": "variant"}, {"field": "series", "title": "setting"},
+               {"field": "mean", "format": ".4f"}, {"field": "low", "format": ".4f"},
+               {"field": "high", "format": ".4f"}, {"field": "n", "title": "runs (seeds)"}]
+    spec = {"$schema": SCHEMA, "width": 420, "height": {"step": 26},
+            "title": {"text": "Transformer-XL terms",
+                      "subtitle": all_dropped_note(data, dropped_text(rows))},
+            "params": [{"name": "include_dropped", "value": False}],
+            "data": {"values": data}, "transform": [set_filter(data)],
+            "encoding": {"y": y, "yOffset": {"field": "series"}, "color": colour,
+                         "opacity": picked},
+            "layer": [
+                {"mark": "rule", "encoding": {"x": {**x, "field": "low"}, "x2": {"field": "high"}}},
+                {"mark": {"type": "point", "filled": True, "size": 50},
+                 "params": [{"name": "pick", "select": {"type": "point", "fields": ["series"]},
+                             "bind": "legend"},
+                            {"name": "zoom", "select": {"type": "interval", "encodings": ["x"]},
+                             "bind": "scales"}],
+                 "encoding": {"x": x, "tooltip": tooltip}}]}
+    return {"name": "xl_terms", "title": "loss of each variant", "panels": [spec]}
+
+
+def pilot_gate_figure(summary):
+    rows = summary[summary["kind"] == "gate"].dropna(subset=["exact_match"]).copy()
+    if "variant" not in rows:
+        rows["variant"] = rows["task.name"] if "task.name" in rows else "(one task)"
+    elif "task.name" in rows:
+        rows["variant"] = rows["variant"].astype(str) + " / " + rows["task.name"].astype(str)
+    data = mean_rows(rows.assign(group=rows["variant"]), "group", "exact_match",
+                     "encoding.type")
+    for row in data:
+        row["group"] = row.pop("x")
+    encodings = ordered(rows["encoding.type"])
+    spec = {"$schema": SCHEMA, "width": {"step": 18}, "height": 240,
+            "title": "exact match on the largest training sizes (the gate set)",
+            "params": [{"name": "include_dropped", "value": True}],
+            "data": {"values": data}, "transform": [set_filter(data)],
+            "layer": [{"mark": "bar",
+                       "params": [{"name": "pick", "select": {"type": "point",
+                                                              "fields": ["series"]},
+                                   "bind": "legend"}],
+                       "encoding": {
+                           "x": {"field": "group", "type": "nominal", "title": None,
+                                 "sort": list(dict.fromkeys(rows["variant"]))},
+                           "xOffset": {"field": "series"},
+                           "y": {"field": "mean", "type": "quantitative",
+                                 "scale": {"domain": [0, 1.05]}, "title": "exact match"},
+                           "color": {"field": "series", "type": "nominal", "title": None,
+                                     "scale": colour_scale(encodings)},
+                           "opacity": {"condition": {"param": "pick", "empty": True,
+                                                     "value": 1}, "value": 0.15},
+                           "tooltip": [{"field": "group", "title": "task"},
+                                       {"field": "series", "title": "encoding"},
+                                       {"field": "mean", "format": ".3f"},
+                                       {"field": "n", "title": "runs"}]}},
+                      {"data": {"values": [{"v": 0.95}]},
+                       "mark": {"type": "rule", "strokeDash": [3, 3], "color": "#777"},
+                       "encoding": {"y": {"field": "v", "type": "quantitative"}}}]}
+    return {"name": "pilot_gate", "title": "pilot: the gate per task and encoding",
+            "panels": [spec]}
+
+
+def pilot_budget_figure(summary):
+    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"]).copy()
+    parsed = rows["variant"].astype(str).str.extract(r"^(.*?)_(\d+)(_.*)?$")
+    rows["condition"] = parsed[0] + parsed[2].fillna("")
+    rows["steps"] = pd.to_numeric(parsed[1])
+    rows = rows.dropna(subset=["condition", "steps"])
+    refs = []
+    if "bigram_loss" in rows and rows["bigram_loss"].notna().any():
+        refs.append((float(rows["bigram_loss"].dropna().iloc[0]), "bigram", "y"))
+    panel = curve_panel(mean_rows(rows, "steps", "loss", "condition"), "training budget",
+                        "training steps", "validation loss (nats/byte)",
+                        {"type": "log", "base": 2}, sorted(rows["condition"].unique()), refs)
+    return {"name": "pilot_budget", "title": "pilot: loss against training steps",
+            "panels": [panel]}
+
+
+def standard_figures(study_dir):
+    """The figures poslab_plots.standard_figures draws for this study, as Vega-Lite panels.
+    Returns (figures, not_interactive): the second lists the PNG figures with no twin here."""
+    summary, positions = poslab_plots.load(study_dir)
+    kinds = set(summary["kind"])
+    study = str(summary["study"].iloc[0]) if len(summary) else ""
+    figures, missing = [], []
+    if study.startswith("pilot_"):
+        if "gate" in kinds:
+            figures.append(pilot_gate_figure(summary))
+        elif "memory" in kinds:
+            lm = summary[~summary["variant"].astype(str).str.startswith("long_range")]
+            figures.append(memory_figure(lm, "pilot_memory"))
+        else:
+            figures.append(pilot_budget_figure(summary))
+        return [f for f in figures if f], missing
+    # As poslab_plots.standard_figures: language-model runs (loss against the input length) and
+    # task runs (accuracy, loss, exact match) apart; randomized positions only beside the plain
+    # study, a figure this page does not have yet.
+    language_model = poslab_plots.language_model_rows(summary)
+    lm_runs, task_runs = summary[language_model], summary[~language_model]
+    randomized = "length_sampled" in kinds and "variant" in summary
+    if (lm_runs["kind"] == "length").any():
+        figures.append(length_figure(lm_runs, "loss", "loss_vs_length"))
+    if (task_runs["kind"] == "length").any() and not randomized:
+        for metric in ("accuracy", "loss", "exact_match"):
+            if metric in task_runs:
+                figures.append(length_figure(task_runs, metric,
+                                             f"length_generalization_{metric}"))
+    if randomized:
+        missing.append("randomized_vs_plain_exact_match (PNG only, in figures/)")
+    if "variant" in summary and "encoding.clip_k" in summary:
+        figures.append(shaw_clip_figure(summary))
+    elif "variant" in summary and summary["variant"].notna().any() and "length" not in kinds:
+        figures.append(xl_terms_figure(summary))
+    if "memory" in kinds:
+        figures.append(memory_figure(summary))
+        if "task.name" in summary and summary["task.name"].nunique() > 1:
+            for task in ordered(summary["task.name"]):
+                figures.append(memory_figure(summary[summary["task.name"] == task],
+                                             f"loss_vs_memory_{task}"))
+        if positions is not None:
+            figures.append(position_figure(positions, "memory", "loss_by_position"))
+    if (lm_runs["kind"] == "length").any() and positions is not None:
+        lm_positions = positions[positions["run"].isin(set(lm_runs["run"]))]
+        if (lm_positions["kind"] == "length").any():
+            figures.append(position_figure(lm_positions, "length", "loss_by_position_length"))
+    return [f for f in figures if f and f["panels"]], missing

@@ -1,0 +1,104 @@
+// `poslab report STUDY_DIR [--out DIR]`: a study's results as a static web site (claims,
+// interactive figures, the run table, learning curves, protocol) that opens from disk.
+//
+// This file does the part that needs poslab's own knowledge of a study: which runs it plans and
+// the status of each (study/runner.hpp's run_status: done, running, incomplete, pending, stale),
+// written as JSON for notebooks/report.py, which builds the site (see its docstring):
+//
+//   [{"id": "all_terms,train.seed=1", "dir_name": "all_terms__train.seed-1",
+//     "overrides": ["encoding.term_a=false", "train.seed=1"], "variant": "all_terms",
+//     "status": "done"}, ...]
+//
+// The plan is that of STUDY_DIR/study.toml (the copy `poslab run` keeps), with the [smoke]
+// overrides when the directory's name ends in "-smoke" (where `poslab run --smoke` writes).
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.hpp"
+#include "study/runner.hpp"
+#include "study/study.hpp"
+
+namespace poslab {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool ends_with(const std::string& text, const std::string& tail) {
+  return text.size() >= tail.size() &&
+         text.compare(text.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// The planned runs of the study in `root` and their status, or null (with a note on `out`) if
+// the directory has no study.toml or this poslab cannot plan it.
+nlohmann::json planned_runs(const fs::path& root, std::ostream& out) {
+  const fs::path study_file = root / "study.toml";
+  if (!fs::exists(study_file)) {
+    out << "poslab report: " << study_file.string()
+        << " not found: the run table lists the runs of summary.csv only\n";
+    return nullptr;
+  }
+  const std::string name = fs::absolute(root).lexically_normal().filename().string();
+  const bool smoke = ends_with(name, "-smoke");
+  std::vector<PlannedRun> runs;
+  try {
+    runs = expand_study(load_study(study_file.string()), smoke);
+  } catch (const std::exception& e) {
+    out << "poslab report: cannot plan " << study_file.string() << " (" << e.what()
+        << "): the run table lists the runs of summary.csv only\n";
+    return nullptr;
+  }
+  StudyLayout layout{root};
+  nlohmann::json list = nlohmann::json::array();
+  for (PlannedRun& run : runs) {
+    run.config.out_dir = layout.run_dir(run).string();  // as `poslab run` places it
+    list.push_back({{"id", run.id},
+                    {"dir_name", run.dir_name},
+                    {"overrides", run.overrides},
+                    {"variant", run.variant},
+                    {"status", to_string(run_status(run, layout))}});
+  }
+  return list;
+}
+
+}  // namespace
+
+int run_report(const std::string& study_dir, const std::string& out_dir, std::ostream& out) {
+  const fs::path root(study_dir);
+  if (!fs::is_directory(root)) throw std::runtime_error(study_dir + ": not a directory");
+  if (!fs::exists(root / "summary.csv"))
+    throw std::runtime_error((root / "summary.csv").string() +
+                             " not found (run the study first: poslab run "
+                             "experiments/NAME.toml)");
+  std::vector<std::string> arguments = {study_dir};
+  if (!out_dir.empty()) arguments.insert(arguments.end(), {"--out", out_dir});
+
+  const nlohmann::json runs = planned_runs(root, out);
+  fs::path runs_file;
+  if (!runs.is_null()) {
+    runs_file = fs::temp_directory_path() /
+                ("poslab-report-runs-" + std::to_string(::getpid()) + ".json");
+    std::ofstream file(runs_file);
+    file << runs.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    if (!file) throw std::runtime_error("cannot write " + runs_file.string());
+    arguments.insert(arguments.end(), {"--runs", runs_file.string()});
+  }
+  int code = 0;
+  try {
+    code = run_python_script("report.py", arguments);
+  } catch (...) {
+    if (!runs_file.empty()) fs::remove(runs_file);
+    throw;
+  }
+  if (!runs_file.empty()) fs::remove(runs_file);
+  return code;
+}
+
+}  // namespace poslab

@@ -1,0 +1,195 @@
+// `poslab explore` and `poslab report`, run as a user would. The explorer's maps must be the
+// attention weights `poslab attention` dumps for the same input, pooled as explore.cpp says; bad
+// input is refused with the file named and nothing written. (The pages themselves are checked in
+// a real browser by scripts/test-browser.sh.)
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <xtensor/xarray.hpp>
+#include <xtensor/xnpy.hpp>
+
+#include "process_helpers.hpp"
+
+using Catch::Contains;
+using poslab::shell_quote;
+using poslab::testing::Outcome;
+using poslab::testing::read_file;
+using poslab::testing::run_poslab;
+using poslab::testing::ScratchDirectory;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int kSeqLen = 8, kHeads = 2, kLayers = 2;
+
+// A tiny ALiBi model trained for 2 steps on a tiny corpus inside `dir`.
+fs::path train_tiny_run(const fs::path& dir) {
+  std::ofstream corpus(dir / "corpus.txt");
+  for (int i = 0; i < 200; ++i) corpus << "The quick brown fox " << i << " jumps over the lazy dog.\n";
+  corpus.close();
+  std::ofstream config(dir / "tiny.toml");
+  config << "[model]\nd_model = 16\nn_layers = " << kLayers << "\nn_heads = " << kHeads
+         << "\nd_inner = 32\n[encoding]\ntype = \"alibi\"\n"
+         << "[data]\npath = \"" << (dir / "corpus.txt").string() << "\"\n"
+         << "[train]\nseq_len = " << kSeqLen << "\nbatch_size = 2\nsteps = 2\nwarmup_steps = 1\n"
+         << "log_every = 1\nthreads = 1\n[eval]\nbatches = 1\n";
+  config.close();
+  const fs::path run = dir / "run";
+  const Outcome r = run_poslab("train --config " + shell_quote((dir / "tiny.toml").string()) +
+                               " --out " + shell_quote(run.string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  return run;
+}
+
+// The JSON inside "poslabExplore.add(KEY, {...});" or "window.POSLAB_EXPLORE = {...};".
+nlohmann::json script_data(const fs::path& file) {
+  const std::string text = read_file(file);
+  const auto begin = text.find('{'), end = text.rfind('}');
+  REQUIRE(begin != std::string::npos);
+  return nlohmann::json::parse(text.substr(begin, end - begin + 1));
+}
+
+std::vector<unsigned char> unbase64(const std::string& text) {
+  const std::string digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::vector<unsigned char> out;
+  unsigned bits = 0;
+  int count = 0;
+  for (char c : text) {
+    if (c == '=') break;
+    bits = (bits << 6) | unsigned(digits.find(c));
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out.push_back((bits >> count) & 255);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("poslab explore stores the attention weights of poslab attention, pooled", "[cli][explore]") {
+  ScratchDirectory dir;
+  const fs::path run = train_tiny_run(dir.path);
+  // A text of 8 x 8 + 1 bytes: every factor fits (no memory).
+  std::string text;
+  while (text.size() < 8 * kSeqLen + 1) text += "Ask not what your country can do for you. ";
+  text.resize(8 * kSeqLen + 1);
+  std::ofstream(dir.path / "text.txt") << text;
+  const fs::path out = dir.path / "explorer";
+  const Outcome r = run_poslab("explore " + shell_quote(run.string()) + " --texts 0 --text " +
+                               shell_quote((dir.path / "text.txt").string()) + " --factors 1,2,8" +
+                               " --out " + shell_quote(out.string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(fs::exists(out / "index.html"));
+  CHECK(fs::exists(out / "lib" / "vega-lite" / "vega-lite.min.js"));
+  CHECK(fs::exists(out / "lib" / "vega-lite" / "LICENSE"));
+  const nlohmann::json index = script_data(out / "data" / "index.js");
+  REQUIRE(index["runs"].size() == 1);
+  CHECK(index["runs"][0]["encoding"] == "alibi");
+  CHECK(index["runs"][0]["positional"]["kind"] == "score terms");
+  // ALiBi's bias is -m_h (i - j): 0 at distance 0, falling linearly.
+  const auto& bias = index["runs"][0]["positional"]["layers"][0][0];
+  CHECK(bias[0].get<double>() == 0.0);
+  CHECK(bias[2].get<double>() == Approx(2 * bias[1].get<double>()).epsilon(1e-3));
+  CHECK(bias[1].get<double>() < 0);
+
+  for (int factor : {1, 8}) {
+    INFO("factor " << factor);
+    const int L = factor * kSeqLen;
+    const std::string key = "r0_t0_f" + std::to_string(factor);
+    REQUIRE(index["settings"][key].contains("file"));
+    const nlohmann::json data = script_data(out / "data" / (key + ".js"));
+    const int b = data["block"], rows = data["rows"], cols = data["cols"];
+    CHECK(b == 1);  // at most 128 rows: no pooling up to 128 tokens
+    CHECK(rows == L);
+    CHECK(data["loss"].size() == std::size_t(L));
+
+    // `poslab attention` on the same L bytes: the same forward pass.
+    const fs::path dump = dir.path / ("attention" + std::to_string(factor));
+    const Outcome a = run_poslab("attention --run " + shell_quote(run.string()) + " --input " +
+                                 shell_quote(text.substr(0, L)) + " --out " +
+                                 shell_quote(dump.string()));
+    INFO(a.out << a.err);
+    REQUIRE(a.exit_code == 0);
+    for (int n = 0; n < kLayers; ++n) {
+      const xt::xarray<float> p = xt::load_npy<float>((dump / ("layer" + std::to_string(n) + ".npy")).string());
+      for (int h = 0; h < kHeads; ++h) {
+        const std::vector<unsigned char> bytes = unbase64(data["maps"][n][h].get<std::string>());
+        REQUIRE(bytes.size() == std::size_t(rows) * cols);
+        int differ = 0;
+        for (int i = 0; i < rows; ++i) {
+          double row_sum = 0;
+          for (int j = 0; j < cols; ++j) {
+            const int expected = int(std::lround(255.0 * std::sqrt(double(p(h, i, j)))));
+            differ += bytes[std::size_t(i) * cols + j] != expected;
+            row_sum += std::pow(bytes[std::size_t(i) * cols + j] / 255.0, 2);
+          }
+          CHECK(row_sum == Approx(1.0).margin(0.05));  // quantized: each row still sums to ~1
+        }
+        CHECK(differ == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("poslab explore pools long inputs into blocks of at most 128 rows", "[cli][explore]") {
+  ScratchDirectory dir;
+  const fs::path run = train_tiny_run(dir.path);
+  const std::string text(300, 'a');
+  std::ofstream(dir.path / "text.txt") << text;
+  const fs::path out = dir.path / "explorer";
+  const Outcome r = run_poslab("explore " + shell_quote(run.string()) + " --texts 0 --text " +
+                               shell_quote((dir.path / "text.txt").string()) + " --factors 32,64" +
+                               " --out " + shell_quote(out.string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json index = script_data(out / "data" / "index.js");
+  // 32 x 8 = 256 tokens: blocks of 2, 128 rows; 64 x 8 = 512 > 299: too long for the text.
+  CHECK_THAT(index["settings"]["r0_t0_f64"]["missing"].get<std::string>(), Contains("shorter"));
+  const nlohmann::json data = script_data(out / "data" / "r0_t0_f32.js");
+  CHECK(data["block"] == 2);
+  CHECK(data["rows"] == 128);
+  CHECK(data["cols"] == 128);
+  for (int h = 0; h < kHeads; ++h) {
+    const auto bytes = unbase64(data["maps"][0][h].get<std::string>());
+    for (int i = 0; i < 128; ++i) {
+      double row_sum = 0;
+      for (int j = 0; j < 128; ++j) row_sum += std::pow(bytes[std::size_t(i) * 128 + j] / 255.0, 2);
+      CHECK(row_sum == Approx(1.0).margin(0.05));
+    }
+  }
+}
+
+TEST_CASE("poslab explore and report refuse bad input and write nothing", "[cli][explore]") {
+  ScratchDirectory dir;
+  SECTION("explore: a directory that is not a run") {
+    const Outcome r = run_poslab("explore " + shell_quote(dir.path.string()) + " --out " +
+                                 shell_quote((dir.path / "out").string()));
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("poslab: error:"));
+    CHECK_FALSE(fs::exists(dir.path / "out"));
+  }
+  SECTION("explore: --texts 0 without --text") {
+    const fs::path run = train_tiny_run(dir.path);
+    const Outcome r = run_poslab("explore " + shell_quote(run.string()) + " --texts 0 --out " +
+                                 shell_quote((dir.path / "out").string()));
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("--text"));
+    CHECK_FALSE(fs::exists(dir.path / "out"));
+  }
+  SECTION("report: no summary.csv") {
+    const Outcome r = run_poslab("report " + shell_quote(dir.path.string()));
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("summary.csv not found"));
+    CHECK_FALSE(fs::exists(dir.path / "report"));
+  }
+}
