@@ -31,13 +31,26 @@
 // encoding is tested at: its defaults; every boolean option flipped on its own (derived from the
 // registry, so a new boolean is covered without touching this file); and the edge values listed
 // in kEdgeOptionSets (clipping, bucketing and thresholds that only bite at small values).
+//
+// One encoding at a time: POSLAB_KIT names the encodings to run, by their registry names,
+// separated by commas (unset or empty: all of them). A name that is not registered is an error,
+// never an empty run:
+//
+//   POSLAB_KIT=rope build/poslab_tests "[conformance]"
+//   POSLAB_KIT=rope,alibi ctest --test-dir build -R conformance
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include <unistd.h>
 
 #include "encoding_test_helpers.hpp"
 #include "gradcheck.hpp"
@@ -114,9 +127,33 @@ struct KitCase {
   Options one_pass_as = {};          // with one_pass_as applied
 };
 
+// The registry names the kit runs: every registered encoding, or those `filter` (POSLAB_KIT)
+// lists, comma-separated, spaces ignored. Throws for a name that is not registered.
+std::vector<std::string> kit_selection(const char* filter) {
+  std::vector<std::string> registered, chosen;
+  for (const auto& info : registered_encodings()) registered.push_back(info.name);
+  if (!filter || std::string(filter).find_first_not_of(" ,") == std::string::npos)
+    return registered;
+  std::istringstream names(filter);
+  for (std::string name; std::getline(names, name, ',');) {
+    name.erase(std::remove(name.begin(), name.end(), ' '), name.end());
+    if (name.empty()) continue;
+    if (std::find(registered.begin(), registered.end(), name) == registered.end()) {
+      std::string known;
+      for (const std::string& r : registered) known += (known.empty() ? "" : ", ") + r;
+      throw std::invalid_argument("POSLAB_KIT: no encoding '" + name + "' is registered; the "
+                                  "registry has " + known);
+    }
+    if (std::find(chosen.begin(), chosen.end(), name) == chosen.end()) chosen.push_back(name);
+  }
+  return chosen;
+}
+
 std::vector<KitCase> kit_cases() {
   std::vector<KitCase> cases;
+  const std::vector<std::string> chosen = kit_selection(std::getenv("POSLAB_KIT"));
   for (const auto& info : registered_encodings()) {
+    if (std::find(chosen.begin(), chosen.end(), info.name) == chosen.end()) continue;
     const Options defaults = Options::defaults(info.options);
     cases.push_back({info.name, info.name, defaults});
     for (const auto& spec : info.options) {  // every boolean flipped on its own
@@ -410,4 +447,47 @@ TEST_CASE("a failing gradient check names the parameter and its coordinates", "[
   CHECK(locate(arena, 5) == "layer0.attn.W_q[1, 2] of shape [2, 3]");
   CHECK(locate(arena, 6 + 2 * 2 + 1) == "t5.bias[2, 1] of shape [4, 2]");
   CHECK(locate(arena, 14) == "index 14 (outside every parameter)");
+}
+
+TEST_CASE("POSLAB_KIT chooses the encodings the kit runs, by registry name", "[conformance]") {
+  std::vector<std::string> all;
+  for (const auto& info : registered_encodings()) all.push_back(info.name);
+  CHECK(kit_selection(nullptr) == all);
+  CHECK(kit_selection("") == all);
+  CHECK(kit_selection(" , ") == all);
+  CHECK(kit_selection("rope") == std::vector<std::string>{"rope"});
+  CHECK(kit_selection("alibi, rope,alibi") == std::vector<std::string>{"alibi", "rope"});
+  CHECK_THROWS_WITH(kit_selection("rope,ropee"),
+                    Catch::Contains("no encoding 'ropee' is registered") &&
+                        Catch::Contains("the registry has none, "));
+}
+
+TEST_CASE("POSLAB_KIT=alibi runs the kit for ALiBi alone, every option set of it",
+          "[conformance]") {
+  // This test binary again, on one kit test, in a child with POSLAB_KIT set: its sections name
+  // the kit cases it ran.
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  REQUIRE(n > 0);
+  self[n] = 0;
+  auto run = [&](const std::string& filter) {
+    const std::string command = "POSLAB_KIT='" + filter + "' '" + std::string(self) +
+                                "' 'conformance: causality*' -s 2>&1";
+    std::string out;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    char buffer[4096];
+    while (std::fgets(buffer, sizeof buffer, pipe)) out += buffer;
+    return std::make_pair(::pclose(pipe), out);
+  };
+  const auto [status, out] = run("alibi");
+  INFO(out.substr(0, 2000));
+  CHECK(status == 0);
+  CHECK_THAT(out, Catch::Contains("encoding alibi; memory 0") &&
+                      Catch::Contains("encoding alibi; memory 3, same_length") &&
+                      !Catch::Contains("encoding rope") && !Catch::Contains("encoding none;"));
+  const auto [bad_status, bad_out] = run("alibii");
+  INFO(bad_out.substr(0, 2000));
+  CHECK(bad_status != 0);
+  CHECK_THAT(bad_out, Catch::Contains("no encoding 'alibii' is registered"));
 }

@@ -115,7 +115,10 @@ class Encoding {
   virtual void embed_forward(const AttentionGeometry&, T* /*x*/) {}
   virtual void embed_backward(const AttentionGeometry&, const T* /*dx*/) {}
 
-  // (b) rotate q and k in place; backward maps the gradients in place to the unrotated ones.
+  // (b) transform q [B, L, H d_h] and k [B, K, H d_h] in place (RoPE rotates them). Backward
+  // maps dq' and dk' in place to dq and dk with the TRANSPOSE of the forward's Jacobian,
+  // dx = J^T dy: for a rotation that is the inverse rotation, for a scaled rotation a R (xPos,
+  // RoPE with YaRN's factor) it is a R^T, not the inverse R^T / a (docs/07, "Another hook").
   virtual bool has_qk_transform() const { return false; }
   virtual void qk_forward(int /*layer*/, const AttentionGeometry&, T* /*q*/, T* /*k*/) {}
   virtual void qk_backward(int /*layer*/, const AttentionGeometry&, T* /*dq*/, T* /*dk*/) {}
