@@ -369,10 +369,7 @@ def pilot_budget(summary, out_dir, name):
     """A pilot of training budgets: validation loss at the training length against steps, one
     line per condition (its variant name without the step count, e.g. xl_m32_6000 -> xl_m32),
     with the bigram baseline of the validation split for scale."""
-    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"]).copy()
-    parsed = rows["variant"].astype(str).str.extract(r"^(.*?)_(\d+)(_.*)?$")
-    rows["condition"] = parsed[0] + parsed[2].fillna("")
-    rows["steps"] = pd.to_numeric(parsed[1])
+    rows = budget_points(summary)
     fig, axes = panels([None], width=5.2, height=3.6)
     ax = axes[0]
     for condition in sorted(rows["condition"].dropna().unique()):
@@ -386,6 +383,42 @@ def pilot_budget(summary, out_dir, name):
     if "bigram_loss" in rows and rows["bigram_loss"].notna().any():
         poslab_style.reference_line(ax, float(rows["bigram_loss"].dropna().iloc[0]), "bigram")
     poslab_style.legend_outside(fig, [ax])
+    fig.tight_layout()
+    return save(fig, out_dir, name)
+
+
+def budget_points(summary):
+    """The main-evaluation rows of a budget pilot, with the condition and the step count read
+    from the variant name (xl_m32_6000 -> xl_m32, 6000; a name without a number: no steps)."""
+    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"]).copy()
+    parsed = rows["variant"].astype(str).str.extract(r"^(.*?)_(\d+)(_.*)?$")
+    rows["condition"] = parsed[0] + parsed[2].fillna("")
+    rows["steps"] = pd.to_numeric(parsed[1])
+    return rows
+
+
+def is_budget_pilot(summary):
+    """A pilot whose variants try one condition at two or more step counts."""
+    rows = budget_points(summary)
+    return bool((rows.dropna(subset=["steps"]).groupby("condition")["steps"].nunique() >= 2).any())
+
+
+def pilot_conditions(summary, out_dir, name):
+    """A pilot of conditions (sizes, lengths), one budget each: validation loss at each run's
+    own training length, one bar per variant, with the bigram baseline for scale."""
+    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"])
+    fig, axes = panels([None], width=1.0 * len(rows) + 2.5, height=3.4)
+    ax = axes[0]
+    labels = [f"{v}\n(segment {int(L)})" for v, L in zip(rows["variant"], rows["seq_len"])]
+    ax.bar(range(len(rows)), rows["loss"], width=0.6, color=poslab_style.colour("rope"))
+    for i, loss in enumerate(rows["loss"]):
+        ax.annotate(f"{loss:.3f}", (i, loss), ha="center", va="bottom", fontsize=8,
+                    xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels)
+    ax.set_ylabel("validation loss at its\ntraining length (nats/byte)")
+    if "bigram_loss" in rows and rows["bigram_loss"].notna().any():
+        poslab_style.reference_line(ax, float(rows["bigram_loss"].dropna().iloc[0]), "bigram")
     fig.tight_layout()
     return save(fig, out_dir, name)
 
@@ -667,8 +700,10 @@ def standard_figures(study_dir, out_dir=None):
         elif "memory" in kinds:  # a pilot of memory conditions: one curve per condition
             lm = summary[~summary["variant"].astype(str).str.startswith("long_range")]
             written += memory_curves(lm, out_dir, "pilot_memory")
-        else:
+        elif is_budget_pilot(summary):
             written += pilot_budget(summary, out_dir, "pilot_budget")
+        else:  # one budget per condition: a bar per condition
+            written += pilot_conditions(summary, out_dir, "pilot_conditions")
         written += passkey_figures(summary, out_dir)
         written.append(poslab_stats.write_summary_ci(study_dir))
         return written
