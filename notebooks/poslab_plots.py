@@ -369,10 +369,7 @@ def pilot_budget(summary, out_dir, name):
     """A pilot of training budgets: validation loss at the training length against steps, one
     line per condition (its variant name without the step count, e.g. xl_m32_6000 -> xl_m32),
     with the bigram baseline of the validation split for scale."""
-    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"]).copy()
-    parsed = rows["variant"].astype(str).str.extract(r"^(.*?)_(\d+)(_.*)?$")
-    rows["condition"] = parsed[0] + parsed[2].fillna("")
-    rows["steps"] = pd.to_numeric(parsed[1])
+    rows = budget_points(summary)
     fig, axes = panels([None], width=5.2, height=3.6)
     ax = axes[0]
     for condition in sorted(rows["condition"].dropna().unique()):
@@ -386,6 +383,42 @@ def pilot_budget(summary, out_dir, name):
     if "bigram_loss" in rows and rows["bigram_loss"].notna().any():
         poslab_style.reference_line(ax, float(rows["bigram_loss"].dropna().iloc[0]), "bigram")
     poslab_style.legend_outside(fig, [ax])
+    fig.tight_layout()
+    return save(fig, out_dir, name)
+
+
+def budget_points(summary):
+    """The main-evaluation rows of a budget pilot, with the condition and the step count read
+    from the variant name (xl_m32_6000 -> xl_m32, 6000; a name without a number: no steps)."""
+    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"]).copy()
+    parsed = rows["variant"].astype(str).str.extract(r"^(.*?)_(\d+)(_.*)?$")
+    rows["condition"] = parsed[0] + parsed[2].fillna("")
+    rows["steps"] = pd.to_numeric(parsed[1])
+    return rows
+
+
+def is_budget_pilot(summary):
+    """A pilot whose variants try one condition at two or more step counts."""
+    rows = budget_points(summary)
+    return bool((rows.dropna(subset=["steps"]).groupby("condition")["steps"].nunique() >= 2).any())
+
+
+def pilot_conditions(summary, out_dir, name):
+    """A pilot of conditions (sizes, lengths), one budget each: validation loss at each run's
+    own training length, one bar per variant, with the bigram baseline for scale."""
+    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"])
+    fig, axes = panels([None], width=1.0 * len(rows) + 2.5, height=3.4)
+    ax = axes[0]
+    labels = [f"{v}\n(segment {int(L)})" for v, L in zip(rows["variant"], rows["seq_len"])]
+    ax.bar(range(len(rows)), rows["loss"], width=0.6, color=poslab_style.colour("rope"))
+    for i, loss in enumerate(rows["loss"]):
+        ax.annotate(f"{loss:.3f}", (i, loss), ha="center", va="bottom", fontsize=8,
+                    xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(range(len(rows)))
+    ax.set_xticklabels(labels)
+    ax.set_ylabel("validation loss at its\ntraining length (nats/byte)")
+    if "bigram_loss" in rows and rows["bigram_loss"].notna().any():
+        poslab_style.reference_line(ax, float(rows["bigram_loss"].dropna().iloc[0]), "bigram")
     fig.tight_layout()
     return save(fig, out_dir, name)
 
@@ -536,6 +569,82 @@ def scaling(bench_dir, out_dir=None):
     return save(fig, out_dir, "scaling")
 
 
+PASSKEY_METRICS = {
+    "exact_match": "passkey exact match (teacher-forced, all 5 digits)",
+    "passkey_greedy_exact_match": "passkey exact match (greedy decoding)",
+    "accuracy": "passkey digit accuracy (teacher-forced)",
+}
+
+
+def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact_match"):
+    """Passkey retrieval (kind "passkey" rows): a heatmap of `metric` over evaluation length
+    (x, as a factor of the training length) and depth of the key line (y, 0 = at the start of
+    the filler), one panel per condition (encoding, variant, ...: whatever varies besides the
+    seed), the mean over the seeds that pass the gate written in every cell."""
+    rows = summary[summary["kind"] == "passkey"].dropna(subset=[metric])
+    if rows.empty or "passkey_depth" not in rows:
+        return []
+    conditions = [c for c in poslab_stats.condition_columns(rows)
+                  if c != "study" and rows[c].nunique(dropna=False) > 1]
+    if "encoding.type" in conditions:  # encodings in their fixed order, first
+        conditions.remove("encoding.type")
+        conditions.insert(0, "encoding.type")
+    if conditions:
+        keys = list(dict.fromkeys(rows[conditions].itertuples(index=False, name=None)))
+        if conditions[0] == "encoding.type":
+            order = {e: i for i, e in enumerate(ordered(rows["encoding.type"]))}
+            keys.sort(key=lambda k: order.get(k[0], len(order)))
+    else:
+        keys = [()]
+    factors = sorted(rows["factor"].unique())
+    depths = sorted(rows["passkey_depth"].unique())
+    # At least 3.4 inches a panel: the x label must not run into the next panel's.
+    fig, axes = panels(keys, width=max(3.4, 0.62 * len(factors) + 2.0),
+                       height=0.42 * len(depths) + 1.6)
+    image = None
+    for ax, key in zip(axes, keys):
+        part = rows
+        for column, value in zip(conditions, key):
+            part = part[part[column] == value]
+        kept = gated(part)  # a cell whose runs all fail the gate stays empty
+        means = kept.groupby(["passkey_depth", "factor"])[metric].mean()
+        grid = [[means.get((d, f), float("nan")) for f in factors] for d in depths]
+        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
+        for i, row in enumerate(grid):
+            for j, value in enumerate(row):
+                if value == value:
+                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
+                            color="black" if value > 0.6 else "white")
+        ax.set_xticks(range(len(factors)), [f"{f:g}x" for f in factors])
+        ax.set_yticks(range(len(depths)), [f"{d:g}" for d in depths])
+        ax.grid(False)
+        ax.set_xlabel("evaluation length / training length")
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel("depth of the key line")
+        title = [poslab_style.label(str(v)) if c == "encoding.type" else f"{v}"
+                 for c, v in zip(conditions, key)]
+        seeds = kept[poslab_stats.SEED_COLUMN].nunique() if poslab_stats.SEED_COLUMN in kept else 1
+        ax.set_title(", ".join(title) + (f" ({seeds} seeds)" if seeds > 1 else ""), fontsize=8)
+        runs = part.drop_duplicates("run") if "run" in part else part
+        dropped = int((~poslab_stats.gate_passed(runs)).sum())
+        if dropped:
+            ax.set_title(ax.get_title() + f"\ngate dropped {dropped} of {len(runs)} runs",
+                         fontsize=8)
+    fig.subplots_adjust(wspace=0.3, hspace=0.55)
+    fig.colorbar(image, ax=axes, shrink=0.8, label=PASSKEY_METRICS.get(metric, metric))
+    return save(fig, out_dir, name)
+
+
+def passkey_figures(summary, out_dir):
+    """The passkey heatmaps, when the summary has passkey rows (eval.passkey_length_factors)."""
+    if "passkey" not in set(summary["kind"]):
+        return []
+    return (passkey_heatmaps(summary, out_dir, "exact_match", "passkey_exact_match")
+            + passkey_heatmaps(summary, out_dir, "passkey_greedy_exact_match",
+                               "passkey_greedy_exact_match")
+            + passkey_heatmaps(summary, out_dir, "accuracy", "passkey_digit_accuracy"))
+
+
 def rope_wavelengths(panels_tables, original_len, factor, out_dir, name="rope_wavelengths"):
     """Each rotation pair's wavelength against the trained length, one curve per RoPE scaling
     (docs/11-extending-context.md). panels_tables: [(panel title, [(label, frame)])], each frame
@@ -581,14 +690,21 @@ def standard_figures(study_dir, out_dir=None):
     written = []
     kinds = set(summary["kind"])
     study = str(summary["study"].iloc[0]) if len(summary) else ""
+    if kinds <= {"main", "passkey"} and "passkey" in kinds:  # a passkey study: its heatmaps only
+        written += passkey_figures(summary, out_dir)
+        written.append(poslab_stats.write_summary_ci(study_dir))
+        return written
     if study.startswith("pilot_"):  # pilots choose settings: their own figures
         if "gate" in kinds:
             written += pilot_gate(summary, out_dir, "pilot_gate")
         elif "memory" in kinds:  # a pilot of memory conditions: one curve per condition
             lm = summary[~summary["variant"].astype(str).str.startswith("long_range")]
             written += memory_curves(lm, out_dir, "pilot_memory")
-        else:
+        elif is_budget_pilot(summary):
             written += pilot_budget(summary, out_dir, "pilot_budget")
+        else:  # one budget per condition: a bar per condition
+            written += pilot_conditions(summary, out_dir, "pilot_conditions")
+        written += passkey_figures(summary, out_dir)
         written.append(poslab_stats.write_summary_ci(study_dir))
         return written
     # A language model scores tokens (its loss against the input length), a task scores answers
@@ -628,6 +744,7 @@ def standard_figures(study_dir, out_dir=None):
         lm_positions = positions[positions["run"].isin(set(lm_runs["run"]))]
         if (lm_positions["kind"] == "length").any():
             written += loss_by_position(lm_positions, out_dir, "length", "loss_by_position_length")
+    written += passkey_figures(summary, out_dir)
     written.append(poslab_stats.write_summary_ci(study_dir))
     return written
 

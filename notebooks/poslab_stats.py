@@ -48,14 +48,16 @@ _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 
          2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
 
 SEED_COLUMN = "train.seed"
-METRICS = ["loss", "accuracy", "exact_match"]
-# Columns that describe an evaluation setting rather than a condition.
-SETTING_COLUMNS = ["kind", "factor", "seq_len", "mem_len", "split"]
+METRICS = ["loss", "accuracy", "exact_match", "passkey_greedy_exact_match"]
+# Columns that describe an evaluation setting rather than a condition (passkey_depth: the depth
+# of the key line in a passkey row, kind "passkey"; present only in studies that evaluate it).
+SETTING_COLUMNS = ["kind", "factor", "seq_len", "mem_len", "split", "passkey_depth"]
 # Columns of summary.csv that are measurements, not part of what a run is.
 MEASUREMENTS = {"study", "run", "loss", "accuracy", "exact_match", "exact_match_ci_low",
                 "exact_match_ci_high", "instances", "tokens", "peak_memory_mb",
                 "in_distribution_ok", "unigram_loss", "bigram_loss", "train_loss",
-                "train_tokens_per_second", "train_seconds", "commit", SEED_COLUMN}
+                "train_tokens_per_second", "train_seconds", "commit", SEED_COLUMN,
+                "passkey_greedy_exact_match"}
 NEGATIVE_CONTROLS = ("parity",)
 
 

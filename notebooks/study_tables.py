@@ -50,9 +50,28 @@ def main(study_dir):
             m = s[(s["kind"] == "length") & (s["task.name"] == task)]
             print(f"\n{task}: exact match by evaluation length / training length\n")
             print(table(m, "encoding.type", "factor", "exact_match", "x"))
-    else:
+    elif not (s["kind"] == "passkey").any():
         print(s.groupby([c for c in s.columns if c == "kind"])["loss"].describe())
+    passkey_tables(s)
     return 0
+
+
+def passkey_tables(s):
+    """Passkey retrieval (kind "passkey" rows): teacher-forced exact match and digit accuracy by
+    depth of the key line and length factor, one table per condition (encoding / variant)."""
+    p = s[s["kind"] == "passkey"]
+    if p.empty:
+        return
+    conditions = [c for c in ("encoding.type", "variant") if c in p and p[c].nunique() > 1]
+    groups = (p.groupby(conditions[0] if len(conditions) == 1 else conditions, sort=False)
+              if conditions else [((), p)])
+    for key, part in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        name = ", ".join(str(k) for k in key)
+        for value, what in (("exact_match", "exact match (teacher-forced)"),
+                            ("accuracy", "digit accuracy")):
+            print(f"\npasskey {what}{': ' + name if name else ''}, by depth and length\n")
+            print(table(part, "passkey_depth", "factor", value, "x"))
 
 
 if __name__ == "__main__":

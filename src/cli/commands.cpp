@@ -28,6 +28,7 @@
 #include "train/evaluate.hpp"
 #include "train/init_from.hpp"
 #include "train/memory_estimate.hpp"
+#include "train/passkey_eval.hpp"
 #include "train/registered_choices.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
@@ -133,6 +134,45 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
     row["loss"] = nullptr;
     std::cout << "eval " << s.kind << " x" << s.factor << ": segment " << s.seq_len
               << ", memory " << s.mem_len << " | not possible: " << e.what() << std::endl;
+  }
+  return row;
+}
+
+// The passkey grid (train/passkey_eval.hpp), one row per (length, depth) cell, kind "passkey":
+// `exact_match` and `accuracy` teacher-forced (all 5 digits; per digit), `loss` the digits' mean
+// cross-entropy, `passkey_greedy_exact_match` greedy decoding. A cell the model cannot run is
+// recorded with its error, as evaluate_setting does.
+nlohmann::json evaluate_passkey(TransformerLM<float>& model, const Config& cfg,
+                                const PasskeyGenerator& generator, const PasskeyCell& cell) {
+  const Split split = cfg.eval.split == "test" ? Split::test : Split::valid;
+  nlohmann::json row = {{"kind", "passkey"},  {"factor", cell.factor},
+                        {"seq_len", cell.seq_len}, {"mem_len", 0},
+                        {"split", cfg.eval.split}, {"passkey_depth", cell.depth}};
+  try {
+    reset_peak_memory();
+    const PasskeyCellResult r =
+        evaluate_passkey_cell(model, generator, cell, cfg.eval.passkey_instances,
+                              evaluation_batch_size(cfg), cfg.eval.passkey_seed, split);
+    const auto [low, high] = wilson_interval(r.exact_match, r.instances);
+    row.update({{"loss", r.loss},
+                {"accuracy", r.digit_accuracy},
+                {"exact_match", r.exact_match},
+                {"exact_match_ci_low", low},
+                {"exact_match_ci_high", high},
+                {"passkey_greedy_exact_match", r.greedy_exact_match},
+                {"instances", r.instances},
+                {"tokens", r.instances * kPasskeyDigits},
+                {"peak_memory_mb", double(peak_memory_bytes()) / (1 << 20)}});
+    std::cout << std::fixed << std::setprecision(2) << "eval passkey x" << cell.factor
+              << ": segment " << cell.seq_len << ", depth " << cell.depth << std::setprecision(3)
+              << " | exact match " << r.exact_match << " (greedy " << r.greedy_exact_match
+              << ") | digits " << r.digit_accuracy << " | over " << r.instances << " instances"
+              << std::endl;
+  } catch (const std::exception& e) {
+    row["error"] = e.what();
+    row["loss"] = nullptr;
+    std::cout << "eval passkey x" << cell.factor << ": segment " << cell.seq_len << ", depth "
+              << cell.depth << " | not possible: " << e.what() << std::endl;
   }
   return row;
 }
@@ -282,6 +322,16 @@ int run_train(const Config& cfg, ExistingRun existing) {
   check_memory(cfg, evaluation_batch_size(cfg), main_setting.seq_len, main_setting.mem_len,
                /*training=*/false, main_setting_name(main_setting));
   evaluation_source(cfg, main_setting);  // throws if the split is too short for eval.seq_len
+  // The passkey grid: its filler split holds every length's filler, and the longest fits.
+  std::optional<PasskeyGenerator> passkey;
+  if (!cfg.eval.passkey_length_factors.empty()) {
+    passkey = make_passkey_generator(cfg, cfg.eval.split == "test" ? Split::test : Split::valid);
+    int longest = 0;
+    for (const PasskeyCell& cell : passkey_cells(cfg)) longest = std::max(longest, cell.seq_len);
+    passkey->check_length(longest);  // the filler grows with the length
+    check_memory(cfg, evaluation_batch_size(cfg), longest, 0, /*training=*/false,
+                 "the passkey evaluation (segment " + std::to_string(longest) + ")");
+  }
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   model.init(cfg.train.seed);
   // Fine-tuning (train/init_from.hpp): the parent is checked and loaded here, before anything is
@@ -353,8 +403,9 @@ int run_train(const Config& cfg, ExistingRun existing) {
         .moment_steps_before = parent && parent->optimizer ? parent->steps : 0};
     report = train_model(model, cfg, *train_source, valid_source.get(), &metrics, std::cout,
                          &resumable, optimizer);
-    for (const EvalSetting& setting : evaluation_plan(cfg, independent_rows)) {
-      if (const int signal = stop_requested()) {  // trained: save where it stands, then stop
+    // Between two evaluations, a stop request saves the trained model, then stops.
+    auto stop_if_requested = [&] {
+      if (const int signal = stop_requested()) {
         save_training_state(run.path(), model,
                             TrainingProgress{.steps_done = cfg.train.steps,
                                              .logged_loss = report.final_train_loss,
@@ -364,8 +415,16 @@ int run_train(const Config& cfg, ExistingRun existing) {
                                   std::string(strsignal(signal)) + " while evaluating; the "
                                   "trained model is saved in " + run.file("resume").string());
       }
+    };
+    for (const EvalSetting& setting : evaluation_plan(cfg, independent_rows)) {
+      stop_if_requested();
       evaluations.push_back(evaluate_setting(model, cfg, setting));
     }
+    if (passkey)
+      for (const PasskeyCell& cell : passkey_cells(cfg)) {
+        stop_if_requested();
+        evaluations.push_back(evaluate_passkey(model, cfg, *passkey, cell));
+      }
   } catch (const TrainingInterrupted& stopped) {
     std::cout << "poslab train: stopped: " << stopped.what() << "\ncontinue with: poslab train "
               << "--config " << run.file("config.toml").string() << " --resume\n";

@@ -86,6 +86,10 @@ struct TrainConfig {
   // model meets large positions and distances during training; evaluation stays contiguous.
   bool randomized_positions = false;
   int max_position = 1024;
+  // Passkey instances mixed into the training rows of a language model (tasks/passkey_mix.hpp):
+  // each row is replaced by one with this probability (0 = never; the same rows and instances
+  // for every arm with the same seed). Filler as eval.passkey_filler, from the train split.
+  double passkey_fraction = 0.0;
   // Fine-tuning (train/init_from.hpp): a finished run's directory whose parameters this run
   // starts from instead of a random initialisation ("" = none). Every parameter must keep its
   // shape; everything else (segment, batch, steps, learning rate and schedule, the encoding's
@@ -121,6 +125,14 @@ struct EvalConfig {
   // must reach this (summary column in_distribution_ok). Language models: loss below the
   // bigram baseline of the evaluation split.
   double gate_threshold = 0.95;
+  // Passkey retrieval (tasks/passkey.hpp, train/passkey_eval.hpp), language models only: at
+  // every (length, depth) cell, passkey_instances instances of input length
+  // round(train.seq_len * f) with the key line at depth d. Empty factors = no passkey evaluation.
+  std::vector<double> passkey_length_factors = {};
+  std::vector<double> passkey_depths = {0.0, 0.25, 0.5, 0.75, 1.0};
+  int passkey_instances = 100;  // per cell: Wilson's 95% interval 0.40-0.60 at 0.5, 0-0.037 at 0
+  std::string passkey_filler = "corpus";  // "corpus": text of eval.split; "sentence": the paper's
+  std::uint64_t passkey_seed = 1;  // the instances (keys, windows); the same for every run
 };
 
 struct Config {

@@ -419,6 +419,7 @@ const std::vector<Field>& schema() {
       KEY(train, save_state_every, at_least(0)),
       KEY(train, randomized_positions, anything()),
       KEY(train, max_position, at_least(1)),
+      KEY(train, passkey_fraction, closed(0, 1)),
       KEY(train, init_from, (Bounds{.path = true})),  // "" = no parent
       KEY(train, init_optimizer, anything()),
 
@@ -432,6 +433,12 @@ const std::vector<Field>& schema() {
       KEY(eval, split, one_of({"valid", "test"})),
       KEY(eval, batch_size, at_least(0)),
       KEY(eval, gate_threshold, closed(0, 1)),
+      LIST_KEY(eval, passkey_length_factors,
+               (Bounds{.min = 0, .min_included = false, .max_included = false})),
+      LIST_KEY(eval, passkey_depths, closed(0, 1)),
+      KEY(eval, passkey_instances, at_least(1)),
+      KEY(eval, passkey_filler, one_of({"corpus", "sentence"})),
+      KEY(eval, passkey_seed, anything()),
   };
   return fields;
 }
@@ -716,9 +723,11 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
          "train.init_optimizer = true needs train.init_from (the run whose Adam moments to "
          "start from)");
   // Evaluation lengths are train.seq_len x factor, held as int.
-  for (const char* key : {"eval.length_factors", "eval.memory_factors"}) {
-    const auto& factors = std::string(key) == "eval.length_factors" ? config.eval.length_factors
-                                                                     : config.eval.memory_factors;
+  for (const char* key :
+       {"eval.length_factors", "eval.memory_factors", "eval.passkey_length_factors"}) {
+    const auto& factors = std::string(key) == "eval.length_factors"   ? config.eval.length_factors
+                          : std::string(key) == "eval.memory_factors" ? config.eval.memory_factors
+                                                                      : config.eval.passkey_length_factors;
     for (double f : factors)
       if (double(t.seq_len) * f > double(std::numeric_limits<std::int32_t>::max()))
         fail(blame({key, "train.seq_len"}),
@@ -731,6 +740,20 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
     fail(blame({"data.test_fraction", "data.valid_fraction"}),
          "data.valid_fraction (" + number_text(d.valid_fraction) + ") + data.test_fraction (" +
              number_text(d.test_fraction) + ") must be below 1: the rest is the train split");
+  // Passkey retrieval (tasks/passkey.hpp) reads and writes text: a language model's business.
+  const auto& e = config.eval;
+  const bool passkey_eval = !e.passkey_length_factors.empty();
+  if ((passkey_eval || t.passkey_fraction > 0) && config.task.name != "lm")
+    fail(blame({passkey_eval ? "eval.passkey_length_factors" : "train.passkey_fraction",
+                "task.name"}),
+         std::string(passkey_eval ? "eval.passkey_length_factors" : "train.passkey_fraction") +
+             ": passkey retrieval is for language models (task.name = \"lm\"), not task '" +
+             config.task.name + "'");
+  if (passkey_eval && e.passkey_depths.empty())
+    fail(blame({"eval.passkey_depths", "eval.passkey_length_factors"}),
+         "eval.passkey_depths is empty: the passkey evaluation of eval.passkey_length_factors "
+         "needs at least one depth (e.g. [0, 0.25, 0.5, 0.75, 1])");
+  // That every instance fits its length is the rule of task "lm" (tasks/lm.cpp).
   // The rules of the chosen encoding and task (learned's max_len covers the evaluated lengths,
   // a generated task's tokens fit the vocabulary), written by their owners.
   for (const Choice* choice : {&encoding, &task})

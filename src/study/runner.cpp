@@ -274,6 +274,11 @@ constexpr const char* kSettingColumns[] = {"split",     "loss",
                                            "exact_match_ci_low", "exact_match_ci_high",
                                            "instances", "tokens",
                                            "peak_memory_mb"};
+// Passkey rows (kind "passkey", train/passkey_eval.hpp) add the depth of the key line after the
+// setting's columns and the greedy decoding's exact match after the measurements; their
+// exact_match / accuracy / loss are the teacher-forced digits'. Empty in every other row.
+constexpr const char* kPasskeyDepthColumn = "passkey_depth";
+constexpr const char* kPasskeyGreedyColumn = "passkey_greedy_exact_match";
 constexpr const char* kRunColumns[] = {"in_distribution_ok", "unigram_loss", "bigram_loss",
                                        "train_loss", "train_tokens_per_second", "train_seconds",
                                        "commit"};
@@ -298,7 +303,18 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
     header.push_back(c);
     positions_header.push_back(c);
   }
+  // Passkey columns only when some finished run has passkey rows, so that the tables of studies
+  // without them keep their columns.
+  const bool passkey = std::any_of(runs.begin(), runs.end(), [&](const PlannedRun& run) {
+    const fs::path dir = layout.run_dir(run);
+    if (!fs::is_directory(dir) || !RunDirectory::open(dir).is_complete()) return false;
+    for (const nlohmann::json& e : evaluations_of(RunDirectory::open(dir).read_json("eval.json")))
+      if (e.value("kind", "") == "passkey") return true;
+    return false;
+  });
+  if (passkey) header.push_back(kPasskeyDepthColumn);
   for (const char* c : kSettingColumns) header.push_back(c);
+  if (passkey) header.push_back(kPasskeyGreedyColumn);
   for (const char* c : kRunColumns) header.push_back(c);
   for (const char* c : {"position", "loss"}) positions_header.push_back(c);
 
@@ -324,7 +340,9 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
 
       std::vector<Cell> row = who;
       row.insert(row.end(), setting.begin(), setting.end());
+      if (passkey) row.push_back(json_cell(e, kPasskeyDepthColumn));
       for (const char* c : kSettingColumns) row.push_back(json_cell(e, c));
+      if (passkey) row.push_back(json_cell(e, kPasskeyGreedyColumn));
       for (const char* c : kRunColumns)
         row.push_back(std::string(c) == "commit" ? json_cell(eval.value("provenance", nlohmann::json()), c)
                                                  : json_cell(eval, c));

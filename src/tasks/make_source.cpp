@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "data/corpus.hpp"
+#include "tasks/passkey_mix.hpp"
 #include "tasks/task.hpp"
 
 namespace poslab {
@@ -37,6 +38,22 @@ std::shared_ptr<const CorpusSplit> cached_split(const DataConfig& data) {
 
 }  // namespace
 
+PasskeyGenerator make_passkey_generator(const Config& cfg, Split split) {
+  const PasskeyFiller filler = passkey_filler_from_name(cfg.eval.passkey_filler);
+  if (filler == PasskeyFiller::sentence) return PasskeyGenerator(filler, nullptr);
+  const auto corpus = cached_split(cfg.data);
+  const std::vector<std::int32_t>& tokens =
+      split == Split::train ? corpus->train : split == Split::valid ? corpus->valid : corpus->test;
+  if (tokens.empty())
+    throw std::runtime_error(std::string("the passkey filler is the ") + split_name(split) +
+                             " split of " + cfg.data.path + ", which is empty (set data." +
+                             (split == Split::test ? "test" : "valid") +
+                             "_fraction > 0, or eval.passkey_filler = \"sentence\")");
+  // Shares the cached split: the generator keeps it alive.
+  return PasskeyGenerator(filler, std::shared_ptr<const std::vector<std::int32_t>>(corpus, &tokens),
+                          std::string("the ") + split_name(split) + " split of " + cfg.data.path);
+}
+
 std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSpec& spec) {
   if (cfg.task.name == "lm") {
     const auto split = cached_split(cfg.data);
@@ -48,7 +65,10 @@ std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSp
       throw std::runtime_error(std::string("the corpus ") + cfg.data.path + " has no " +
                                split_name(spec.split) + " split (set data." +
                                (spec.split == Split::test ? "test" : "valid") + "_fraction > 0)");
-    return std::make_unique<StreamBatcher>(tokens, cfg.train.batch_size, spec.len);
+    auto stream = std::make_unique<StreamBatcher>(tokens, cfg.train.batch_size, spec.len);
+    if (spec.split != Split::train || !(cfg.train.passkey_fraction > 0)) return stream;
+    return std::make_unique<PasskeyMix>(std::move(stream), make_passkey_generator(cfg, Split::train),
+                                        cfg.train.passkey_fraction, cfg.train.seed);
   }
   const TaskInfo* task = find_task(cfg.task.name);
   if (!task) throw std::runtime_error("unknown task '" + cfg.task.name + "' (see `poslab tasks`)");

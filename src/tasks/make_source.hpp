@@ -10,6 +10,7 @@
 
 #include "config/config.hpp"
 #include "data/batch_source.hpp"
+#include "tasks/passkey.hpp"
 
 namespace poslab {
 
@@ -33,6 +34,13 @@ struct SourceSpec {
 //               (0 -> kTaskEvalBatches).
 // Throws std::runtime_error for an unknown task, an unreadable corpus, or a setup the task
 // cannot make (see tasks/task.hpp).
+//   train.passkey_fraction > 0 (task "lm", split train): the stream wrapped in a PasskeyMix
+//               (tasks/passkey_mix.hpp), seeded by train.seed.
 std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSpec& spec);
+
+// The passkey instances of a config (tasks/passkey.hpp): filler eval.passkey_filler, cut (corpus)
+// from `split` of data.path, read through the same cache as make_batch_source. Throws
+// std::runtime_error when the corpus cannot be read or has no such split.
+PasskeyGenerator make_passkey_generator(const Config& cfg, Split split);
 
 }  // namespace poslab

@@ -145,6 +145,15 @@ expect_error rope_factor_without_scaling "has no effect with encoding.scaling = 
 expect_error randomized_max_position "train.max_position (4) must be at least" "$POSLAB" "${T[@]}" --set train.randomized_positions=true --set train.max_position=4 --out out
 expect_error escaped_nul_out_dir 'it may not hold control characters' "$POSLAB" "${T[@]}" --set 'out_dir="out\u0000x"'
 expect_error length_factor_overflow "more positions than an int holds" "$POSLAB" "${T[@]}" --set 'eval.length_factors=[1e300]' --out out
+# Passkey retrieval (issue 25): a grid or a training mix that cannot make its instances.
+expect_error passkey_length_short "x 2 = 16 bytes is shorter than a passkey instance with no filler (103 bytes" "$POSLAB" "${T[@]}" --set 'eval.passkey_length_factors=[2]' --out out
+expect_error passkey_factor_overflow "more positions than an int holds" "$POSLAB" "${T[@]}" --set 'eval.passkey_length_factors=[1e300]' --out out
+expect_error passkey_depth_range "eval.passkey_depths[1] must be in [0, 1], got 2" "$POSLAB" "${T[@]}" --set train.seq_len=128 --set 'eval.passkey_length_factors=[1]' --set 'eval.passkey_depths=[0, 2]' --out out
+expect_error passkey_depths_empty "eval.passkey_depths is empty" "$POSLAB" "${T[@]}" --set train.seq_len=128 --set 'eval.passkey_length_factors=[1]' --set 'eval.passkey_depths=[]' --out out
+expect_error passkey_filler_name "eval.passkey_filler must be one of corpus, sentence" "$POSLAB" "${T[@]}" --set eval.passkey_filler=lorem --out out
+expect_error passkey_not_lm "passkey retrieval is for language models" "$POSLAB" "${T[@]}" --set task.name=copy --set train.seq_len=128 --set 'eval.passkey_length_factors=[1]' --out out
+expect_error passkey_fraction_short "train.passkey_fraction: train.seq_len (8) is shorter than a passkey instance" "$POSLAB" "${T[@]}" --set train.passkey_fraction=0.1 --out out
+expect_error passkey_filler_longer_than_split "which holds only" "$POSLAB" "${T[@]}" --set train.seq_len=128 --set 'eval.passkey_length_factors=[20]' --out out
 # --- Accepted bad input ---------------------------------------------------------------------
 expect_error nonfinite_eps "train.eps must be a finite number" "$POSLAB" "${T[@]}" --set train.eps=inf --out out
 expect_error option_beyond_int32 "encoding.clip_k must be in [-2147483648, 2147483647] to fit its C++ type" "$POSLAB" "${T[@]}" --set encoding.type=shaw --set encoding.clip_k=4294967296 --out out

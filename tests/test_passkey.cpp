@@ -1,0 +1,464 @@
+// Passkey retrieval (tasks/passkey.hpp, tasks/passkey_mix.hpp, train/passkey_eval.hpp): the
+// instances are read back as text, the way a person would check them; the scoring is checked on
+// planted model outputs; greedy decoding is done step by step with real models and compared
+// with the one-pass rule of passkey_eval.hpp; the config rules say what is wrong and where.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "config/load.hpp"
+#include "encodings/registry.hpp"
+#include "model/transformer.hpp"
+#include "tasks/make_source.hpp"
+#include "tasks/passkey.hpp"
+#include "tasks/passkey_mix.hpp"
+#include "tasks/task.hpp"
+#include "train/passkey_eval.hpp"
+#include "train/registered_choices.hpp"
+
+using namespace poslab;
+using Catch::Contains;
+
+namespace {
+
+const std::string kFillerUnit =
+    "The grass is green. The sky is blue. The sun is yellow. Here we go. There and back again. ";
+
+// One instance of input length L as text (L + 1 characters). A guard after the text must stay.
+std::string instance_text(const PasskeyGenerator& g, int L, double depth, Rng& rng,
+                          PasskeyInstance* where = nullptr) {
+  std::vector<std::int32_t> t(std::size_t(L) + 2, -7);
+  const PasskeyInstance w = g.generate(L, depth, rng, t.data());
+  REQUIRE(t[L + 1] == -7);  // nothing written past L + 1 bytes
+  std::string s;
+  for (int i = 0; i <= L; ++i) {
+    REQUIRE(t[i] >= 0);  // every byte written
+    REQUIRE(t[i] < 256);
+    s += char(t[i]);
+  }
+  if (where) *where = w;
+  return s;
+}
+
+// A corpus file of three bands, so a filler byte says which split it came from under the
+// position split [train | valid | test] with valid_fraction = test_fraction = 0.1:
+// train 'a'..'j' repeating, valid 'V', test 'T'.
+struct BandedCorpus {
+  std::string path;
+  BandedCorpus() {
+    path = (std::filesystem::temp_directory_path() /
+            ("poslab_passkey_" + std::to_string(::getpid()) + ".txt")).string();
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 8000; ++i) out << char('a' + i % 10);
+    out << std::string(1000, 'V') << std::string(1000, 'T');
+  }
+  ~BandedCorpus() { std::filesystem::remove(path); }
+};
+
+Config lm_config(const std::string& corpus) {
+  Config c;
+  c.data.path = corpus;
+  c.data.valid_fraction = 0.1;
+  c.data.test_fraction = 0.1;
+  c.train.seq_len = 128;
+  c.train.batch_size = 4;
+  return c;
+}
+
+Config tiny_model_config(const std::string& encoding) {
+  Config c;
+  c.model.d_model = 16;
+  c.model.n_layers = 2;
+  c.model.n_heads = 2;
+  c.model.d_inner = 32;
+  c.encoding.type = encoding;
+  c.encoding.options = Options::defaults(find_encoding(encoding)->options);
+  if (encoding == "learned") c.encoding.options.set("max_len", std::int64_t(512));
+  return c;
+}
+
+Config load(const std::string& text, const std::vector<std::string>& overrides = {}) {
+  return config_from_string(text, "pk.toml", registered_choices(), overrides);
+}
+
+}  // namespace
+
+// --- The instance ---------------------------------------------------------------------------
+
+TEST_CASE("passkey: the key line and the fixed part are the paper's, 104 bytes", "[passkey]") {
+  CHECK(passkey_key_line("12345") == "The pass key is 12345. Remember it. 12345 is the pass key.");
+  CHECK(std::string(kPasskeyQuestion) == "What is the pass key? The pass key is");
+  // 3 line breaks + 58 (key line) + 37 (question) + 6 (" NNNNN")
+  CHECK(passkey_fixed_bytes() == 104);
+  CHECK(passkey_min_length() == 103);
+}
+
+TEST_CASE("passkey: an instance is L + 1 bytes: filler, key line at the depth, question, key",
+          "[passkey]") {
+  const PasskeyGenerator g(PasskeyFiller::sentence, nullptr);
+  for (int L : {103, 128, 250, 1000})
+    for (double depth : {0.0, 0.1, 0.25, 0.5, 0.75, 1.0}) {
+      INFO("L = " << L << ", depth " << depth);
+      Rng rng(11);
+      PasskeyInstance w;
+      const std::string text = instance_text(g, L, depth, rng, &w);
+      const int F = L + 1 - 104;
+      // The key: five digits, no leading zero.
+      REQUIRE(w.digits.size() == 5);
+      CHECK(std::all_of(w.digits.begin(), w.digits.end(), ::isdigit));
+      CHECK(w.digits[0] != '0');
+      // Parsed from the text: "\n<key line>\n" after exactly round(depth * F) filler bytes.
+      const std::string key_line = "The pass key is " + w.digits + ". Remember it. " + w.digits +
+                                   " is the pass key.";
+      const std::size_t key_at = text.find("\n" + key_line + "\n");
+      REQUIRE(key_at != std::string::npos);
+      CHECK(long(key_at) == std::lround(depth * F));
+      CHECK(int(key_at) + 1 == w.key_line_begin);
+      CHECK(w.filler_before == int(key_at));
+      CHECK(w.filler_before + w.filler_after == F);
+      // The end: "\nWhat is the pass key? The pass key is NNNNN", the answer the last 6 bytes.
+      const std::string tail = "\nWhat is the pass key? The pass key is " + w.digits;
+      REQUIRE(text.size() >= tail.size());
+      CHECK(text.substr(text.size() - tail.size()) == tail);
+      CHECK(w.answer_begin == L + 1 - 6);
+      CHECK(text.substr(w.answer_begin) == " " + w.digits);
+      // The filler: the paper's sentence repeated, before and after both cut from its start.
+      const std::string after = text.substr(key_at + 1 + key_line.size() + 1, F - key_at);
+      std::string repeated;
+      while (repeated.size() < std::size_t(F)) repeated += kFillerUnit;
+      CHECK(text.substr(0, key_at) == repeated.substr(0, key_at));
+      CHECK(after == repeated.substr(0, F - key_at));
+    }
+}
+
+TEST_CASE("passkey: the same seed gives the same instance, another seed another key",
+          "[passkey]") {
+  auto corpus = std::make_shared<std::vector<std::int32_t>>();
+  for (int i = 0; i < 5000; ++i) corpus->push_back('a' + (i * 7919) % 26);
+  for (PasskeyFiller filler : {PasskeyFiller::sentence, PasskeyFiller::corpus}) {
+    const PasskeyGenerator g(filler, corpus);
+    Rng a(5), b(5), c(6);
+    std::set<std::string> keys;
+    for (int i = 0; i < 20; ++i) {
+      PasskeyInstance wa, wb, wc;
+      const std::string ta = instance_text(g, 300, 0.5, a, &wa);
+      CHECK(ta == instance_text(g, 300, 0.5, b, &wb));
+      instance_text(g, 300, 0.5, c, &wc);
+      keys.insert(wa.digits);
+      if (i == 0) CHECK(wa.digits != wc.digits);
+    }
+    CHECK(keys.size() >= 19);  // 20 draws from 90,000 keys
+  }
+}
+
+TEST_CASE("passkey: the corpus filler is one window of the split, the key line inserted into it",
+          "[passkey]") {
+  auto corpus = std::make_shared<std::vector<std::int32_t>>();
+  std::string as_text;
+  for (int i = 0; i < 3000; ++i) {  // no window repeats: a 3-letter code per position
+    const char c = char('a' + (i / 26 / 26) % 26), d = char('a' + (i / 26) % 26),
+               e = char('a' + i % 26);
+    for (char x : {c, d, e}) corpus->push_back(x), as_text += x;
+  }
+  const PasskeyGenerator g(PasskeyFiller::corpus, corpus);
+  Rng rng(3);
+  std::set<std::size_t> starts;
+  for (int i = 0; i < 10; ++i) {
+    PasskeyInstance w;
+    const std::string text = instance_text(g, 400, 0.3, rng, &w);
+    const int F = 400 + 1 - 104;
+    const std::string before = text.substr(0, w.filler_before);
+    const std::string after =
+        text.substr(w.key_line_begin + 58 + 1, std::size_t(w.filler_after));
+    const std::size_t at = as_text.find(before + after);
+    REQUIRE(at != std::string::npos);  // contiguous in the corpus
+    CHECK(int(before.size() + after.size()) == F);
+    starts.insert(at);
+  }
+  CHECK(starts.size() > 1);  // the window's start is drawn
+}
+
+TEST_CASE("passkey: the corpus filler comes from the evaluated split, training's from train",
+          "[passkey]") {
+  const BandedCorpus file;
+  Config c = lm_config(file.path);
+  for (const auto& [split, letters] :
+       std::vector<std::pair<Split, std::string>>{{Split::valid, "V"}, {Split::test, "T"},
+                                                   {Split::train, "abcdefghij"}}) {
+    INFO(split_name(split));
+    const PasskeyGenerator g = make_passkey_generator(c, split);
+    Rng rng(1);
+    for (double depth : {0.0, 0.5, 1.0}) {
+      PasskeyInstance w;
+      const std::string text = instance_text(g, 500, depth, rng, &w);
+      const std::string filler =
+          text.substr(0, w.filler_before) +
+          text.substr(w.key_line_begin + 59, std::size_t(w.filler_after));
+      REQUIRE(filler.size() == std::size_t(501 - 104));
+      CHECK(filler.find_first_not_of(letters) == std::string::npos);
+    }
+  }
+  // The training mix cuts its filler from the train split too.
+  c.train.passkey_fraction = 1.0;
+  auto train = make_batch_source(c, SourceSpec{.split = Split::train, .len = 128});
+  Batch b;
+  train->next(b);
+  for (int row = 0; row < b.batch; ++row) {
+    std::string text(b.inputs.begin() + row * 128, b.inputs.begin() + (row + 1) * 128);
+    text += char(b.targets[row * 128 + 127]);  // the instance's L + 1 bytes
+    const std::size_t key_at = text.find("\nThe pass key is ");
+    REQUIRE(key_at != std::string::npos);
+    const std::string filler = text.substr(0, key_at) +
+                               text.substr(key_at + 60, text.size() - 44 - (key_at + 60));
+    CHECK(filler.size() == std::size_t(129 - 104));
+    CHECK(filler.find_first_not_of("abcdefghij") == std::string::npos);
+  }
+  // The sentence filler reads no corpus at all.
+  c.eval.passkey_filler = "sentence";
+  c.data.path = "/nonexistent/corpus";
+  CHECK_NOTHROW(make_passkey_generator(c, Split::test));
+}
+
+TEST_CASE("passkey: lengths, depths and corpora that cannot make an instance are refused",
+          "[passkey]") {
+  const PasskeyGenerator g(PasskeyFiller::sentence, nullptr);
+  std::vector<std::int32_t> t(2000);
+  Rng rng(1);
+  CHECK_THROWS_WITH(g.generate(102, 0.5, rng, t.data()),
+                    Contains("at least 103 bytes") && Contains("got 102"));
+  CHECK_NOTHROW(g.generate(103, 0.5, rng, t.data()));
+  CHECK_THROWS_WITH(g.generate(200, 1.5, rng, t.data()), Contains("depth must lie in [0, 1]"));
+  CHECK_THROWS_WITH(g.generate(200, -0.1, rng, t.data()), Contains("depth must lie in [0, 1]"));
+  CHECK_THROWS_WITH(g.generate(200, std::nan(""), rng, t.data()), Contains("depth"));
+  auto small = std::make_shared<std::vector<std::int32_t>>(50, 'x');
+  const PasskeyGenerator from_small(PasskeyFiller::corpus, small, "the test split of tiny.txt");
+  CHECK_THROWS_WITH(from_small.generate(200, 0.5, rng, t.data()),
+                    Contains("97 bytes of the test split of tiny.txt, which holds only 50"));
+  CHECK_THROWS_WITH(passkey_filler_from_name("lorem"), Contains("\"lorem\""));
+}
+
+// --- Scoring --------------------------------------------------------------------------------
+
+TEST_CASE("passkey scoring: an oracle scores 1, a wrong model 0, a missed space only greedy",
+          "[passkey]") {
+  const int L = 150, V = 256;
+  const PasskeyGenerator g(PasskeyFiller::sentence, nullptr);
+  std::vector<std::int32_t> text(L + 1);
+  Rng rng(2);
+  g.generate(L, 0.5, rng, text.data());
+  // Planted logits [L, V]: 5 at the byte `pick(p)` says, 0 elsewhere.
+  auto planted = [&](auto pick) {
+    std::vector<float> z(std::size_t(L) * V, 0.0f);
+    for (int p = 0; p < L; ++p) z[std::size_t(p) * V + pick(p)] = 5.0f;
+    return z;
+  };
+  const auto oracle = planted([&](int p) { return text[p + 1]; });
+  PasskeyRowScore s = score_passkey_row(oracle.data(), L, V, text.data());
+  CHECK(s.digits_right == 5);
+  CHECK(s.space_right);
+  CHECK(s.exact());
+  CHECK(s.greedy());
+  // -log softmax at the right byte: log(e^5 + 255) - 5, for each of 5 digits.
+  CHECK(s.digit_loss == Approx(5 * (std::log(std::exp(5.0) + 255) - 5)).epsilon(1e-6));
+
+  const auto wrong = planted([&](int p) { return text[p + 1] == '7' ? '8' : '7'; });
+  s = score_passkey_row(wrong.data(), L, V, text.data());
+  CHECK(s.digits_right == 0);
+  CHECK(!s.exact());
+  CHECK(!s.greedy());
+
+  const int space_at = L - 6;  // predicts text[L - 5] = ' '
+  REQUIRE(text[space_at + 1] == ' ');
+  const auto no_space = planted([&](int p) { return p == space_at ? int('x') : text[p + 1]; });
+  s = score_passkey_row(no_space.data(), L, V, text.data());
+  CHECK(s.exact());
+  CHECK(!s.greedy());
+
+  const auto one_digit_off = planted([&](int p) { return p == L - 3 ? int('x') : text[p + 1]; });
+  s = score_passkey_row(one_digit_off.data(), L, V, text.data());
+  CHECK(s.digits_right == 4);
+  CHECK(!s.exact());
+  CHECK(!s.greedy());
+}
+
+TEST_CASE("passkey: one-pass greedy equals greedy decoding byte by byte, with real models",
+          "[passkey]") {
+  // Decode 6 bytes after "The pass key is" one forward pass per byte (the bytes not yet written
+  // hold '.'). Scored against its own output as the answer, the one-pass rule must call it
+  // right; with one byte changed, wrong. This is the causality the rule rests on.
+  const int L = 140;
+  const PasskeyGenerator g(PasskeyFiller::sentence, nullptr);
+  for (const std::string encoding : {"none", "sinusoidal", "learned", "rope", "alibi",
+                                     "transformer_xl", "t5_bias", "shaw"}) {
+    INFO(encoding);
+    const Config c = tiny_model_config(encoding);
+    TransformerLM<float> model(c.model, c.encoding, c.memory);
+    model.init(3);
+    model.set_inference_only(true);
+    std::vector<std::int32_t> text(L + 1);
+    Rng rng(4);
+    g.generate(L, 0.25, rng, text.data());
+    const int prompt = L + 1 - kPasskeyAnswer;  // bytes before " NNNNN"
+    std::vector<std::int32_t> inputs(text.begin(), text.begin() + L), targets(L, '.');
+    for (int i = prompt; i < L; ++i) inputs[i] = '.';
+    std::vector<std::int32_t> decoded;
+    const int V = c.model.vocab_size;
+    for (int k = 0; k < kPasskeyAnswer; ++k) {
+      model.reset_memory();
+      model.forward(inputs.data(), targets.data(), nullptr, 1, L, 0, false);
+      const float* z = model.logits().data() + std::size_t(prompt - 1 + k) * V;
+      const std::int32_t byte = std::int32_t(std::max_element(z, z + V) - z);
+      decoded.push_back(byte);
+      if (prompt + k < L) inputs[prompt + k] = byte;
+    }
+    std::vector<std::int32_t> own(text.begin(), text.begin() + prompt);
+    own.insert(own.end(), decoded.begin(), decoded.end());  // [L + 1]
+    std::vector<std::int32_t> in(own.begin(), own.begin() + L), tgt(own.begin() + 1, own.end());
+    model.reset_memory();
+    model.forward(in.data(), tgt.data(), nullptr, 1, L, 0, false);
+    PasskeyRowScore s = score_passkey_row(model.logits().data(), L, V, own.data());
+    CHECK(s.space_right);
+    CHECK(s.digits_right == kPasskeyDigits);
+    CHECK(s.greedy());
+    own[prompt + 3] = own[prompt + 3] == 'q' ? 'r' : 'q';  // not what greedy wrote
+    in.assign(own.begin(), own.begin() + L);
+    tgt.assign(own.begin() + 1, own.end());
+    model.reset_memory();
+    model.forward(in.data(), tgt.data(), nullptr, 1, L, 0, false);
+    s = score_passkey_row(model.logits().data(), L, V, own.data());
+    CHECK(s.space_right);
+    CHECK(!s.greedy());
+  }
+}
+
+TEST_CASE("passkey evaluation: a cell is deterministic, its scores consistent, memory restored",
+          "[passkey]") {
+  Config c = tiny_model_config("rope");
+  c.memory.mem_len = 16;
+  TransformerLM<float> model(c.model, c.encoding, c.memory);
+  model.init(1);
+  const PasskeyGenerator g(PasskeyFiller::sentence, nullptr);
+  const PasskeyCell cell{1.0, 120, 0.5};
+  const PasskeyCellResult a = evaluate_passkey_cell(model, g, cell, 7, 3, 9, Split::test);
+  const PasskeyCellResult b = evaluate_passkey_cell(model, g, cell, 7, 3, 9, Split::test);
+  CHECK(a.instances == 7);
+  CHECK(a.loss == b.loss);  // bit-identical, also with a last batch of 1 row
+  CHECK(a.digit_accuracy == b.digit_accuracy);
+  CHECK(a.loss > 0);
+  CHECK(a.greedy_exact_match <= a.exact_match);
+  CHECK(model.mem_len() == 16);
+  // Rows per pass do not change the result (each instance is its own row).
+  const PasskeyCellResult one_row = evaluate_passkey_cell(model, g, cell, 7, 1, 9, Split::test);
+  CHECK(one_row.loss == Approx(a.loss).epsilon(1e-5));
+  // Another split (or seed) draws other instances.
+  const PasskeyCellResult valid = evaluate_passkey_cell(model, g, cell, 7, 3, 9, Split::valid);
+  CHECK(valid.loss != a.loss);
+}
+
+TEST_CASE("passkey cells: factors sorted, depths as configured, lengths rounded", "[passkey]") {
+  Config c;
+  c.train.seq_len = 100;
+  c.eval.passkey_length_factors = {4, 1.5};
+  c.eval.passkey_depths = {1, 0};
+  const std::vector<PasskeyCell> cells = passkey_cells(c);
+  REQUIRE(cells.size() == 4);
+  CHECK(cells[0].seq_len == 150);
+  CHECK(cells[0].depth == 1);
+  CHECK(cells[1].depth == 0);
+  CHECK(cells[3].seq_len == 400);
+}
+
+// --- The training mix -----------------------------------------------------------------------
+
+TEST_CASE("passkey mix: a seeded fraction of the rows, the rest untouched", "[passkey]") {
+  const BandedCorpus file;
+  Config c = lm_config(file.path);
+  c.train.batch_size = 8;
+  auto plain = make_batch_source(c, SourceSpec{.split = Split::train, .len = 128});
+  c.train.passkey_fraction = 0.25;
+  auto mixed = make_batch_source(c, SourceSpec{.split = Split::train, .len = 128});
+  auto again = make_batch_source(c, SourceSpec{.split = Split::train, .len = 128});
+  const auto* mix = dynamic_cast<const PasskeyMix*>(mixed.get());
+  REQUIRE(mix != nullptr);
+  CHECK(dynamic_cast<const PasskeyMix*>(plain.get()) == nullptr);  // fraction 0: no wrapper
+  long rows = 0, replaced = 0;
+  for (int t = 0; t < 50; ++t) {
+    Batch p, m, a;
+    plain->next(p);
+    mixed->next(m);
+    again->next(a);
+    CHECK(m.inputs == a.inputs);  // the same seed: the same rows and instances
+    CHECK(m.first_of_pass == p.first_of_pass);
+    CHECK(m.start == p.start);
+    for (int row = 0; row < 8; ++row, ++rows) {
+      const auto from = std::size_t(row) * 128;
+      const std::string in(m.inputs.begin() + from, m.inputs.begin() + from + 128);
+      const std::string tgt(m.targets.begin() + from, m.targets.begin() + from + 128);
+      CHECK(in.substr(1) == tgt.substr(0, 127));  // targets are the next bytes
+      if (std::equal(m.inputs.begin() + from, m.inputs.begin() + from + 128,
+                     p.inputs.begin() + from))
+        continue;
+      ++replaced;
+      CHECK(in.find("Remember it.") != std::string::npos);
+      const std::size_t key_at = tgt.find("The pass key is ");
+      REQUIRE(key_at != std::string::npos);
+      CHECK(tgt.substr(tgt.size() - 6) == " " + tgt.substr(key_at + 16, 5));  // the answer
+      CHECK(tgt.find("What is the pass key? The pass key is ") != std::string::npos);
+    }
+  }
+  CHECK(replaced == mix->rows_replaced());
+  CHECK(replaced > rows * 0.15);
+  CHECK(replaced < rows * 0.35);
+}
+
+// --- The config -----------------------------------------------------------------------------
+
+TEST_CASE("passkey config: defaults off, keys round-trip, bad values named with their key",
+          "[passkey]") {
+  const Config d = load("");
+  CHECK(d.eval.passkey_length_factors.empty());
+  CHECK(d.train.passkey_fraction == 0);
+  CHECK(d.eval.passkey_depths == std::vector<double>{0, 0.25, 0.5, 0.75, 1});
+  CHECK(d.eval.passkey_instances == 100);
+  CHECK(d.eval.passkey_filler == "corpus");
+
+  const std::string grid = "[train]\nseq_len = 128\n[eval]\npasskey_length_factors = [1, 2]\n";
+  const Config c = load(grid, {"eval.passkey_filler=sentence", "eval.passkey_instances=5",
+                               "train.passkey_fraction=0.02"});
+  CHECK(c.eval.passkey_length_factors == std::vector<double>{1, 2});
+  CHECK(load(config_to_toml(c)).eval.passkey_filler == "sentence");
+  CHECK(experiment_difference(load(config_to_toml(c)), c).empty());
+
+  CHECK_THROWS_WITH(load(grid, {"eval.passkey_depths=[0, 1.5]"}),
+                    Contains("eval.passkey_depths[1] must be in [0, 1], got 1.5"));
+  CHECK_THROWS_WITH(load(grid, {"eval.passkey_depths=[]"}),
+                    Contains("eval.passkey_depths is empty"));
+  CHECK_THROWS_WITH(load(grid, {"eval.passkey_length_factors=[0.5]"}),
+                    Contains("--set eval.passkey_length_factors=[0.5]: ") &&
+                        Contains("train.seq_len (128) x 0.5 = 64 bytes is "
+                                                    "shorter than a passkey instance") &&
+                        Contains("103 bytes"));
+  CHECK_THROWS_WITH(load(grid, {"eval.passkey_length_factors=[0]"}),
+                    Contains("eval.passkey_length_factors[0] must be > 0"));
+  CHECK_THROWS_WITH(load(grid, {"eval.passkey_filler=lorem"}),
+                    Contains("eval.passkey_filler must be one of corpus, sentence"));
+  CHECK_THROWS_WITH(load(grid, {"eval.passkey_instances=0"}),
+                    Contains("eval.passkey_instances must be >= 1"));
+  CHECK_THROWS_WITH(load(grid, {"train.passkey_fraction=1.5"}),
+                    Contains("train.passkey_fraction must be in [0, 1]"));
+  CHECK_THROWS_WITH(load("", {"train.passkey_fraction=0.1"}),
+                    Contains("train.passkey_fraction: train.seq_len (64) is shorter"));
+  CHECK_THROWS_WITH(load(grid + "[task]\nname = \"copy\"\n"),
+                    Contains("pk.toml:4") && Contains("for language models") &&
+                        Contains("not task 'copy'"));
+}
