@@ -80,6 +80,7 @@ def mean_band(ax, frame, x, y, label, **style):
     style.setdefault("marker", "o")
     style.setdefault("markersize", 3.5)
     line, = ax.plot(stats[x], stats["mean"], lw=1.4, label=poslab_style.label(name), **style)
+    line.poslab_n = (int(stats["n"].min()), int(stats["n"].max()))  # seeds: the legend says n
     if (stats["n"] > 1).any():
         low, high = stats["low"].fillna(stats["mean"]), stats["high"].fillna(stats["mean"])
         if y in ("accuracy", "exact_match"):  # a t interval can leave [0, 1]; the score cannot
@@ -218,8 +219,11 @@ def randomized_vs_plain(plain, randomized, out_dir, metric="exact_match"):
             if l not in labels:
                 handles.append(h)
                 labels.append(l)
+    title = poslab_style.seeds_title(axes)
     fig.legend(handles, labels, loc="lower center", ncol=3, frameon=False, fontsize=8,
-               bbox_to_anchor=(0.5, -0.02))
+               bbox_to_anchor=(0.5, -0.02),
+               title=title.replace(",\n", ", ").replace("\n", " ") if title else None,
+               title_fontsize=8)
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return save(fig, out_dir, f"randomized_vs_plain_{metric}")
 
@@ -325,7 +329,8 @@ def shaw_clip(summary, out_dir):
     ax.set_xscale("symlog", base=2, linthresh=1)
     ax.set_xlabel("clip distance k")
     ax.set_ylabel("validation loss (nats per byte)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, title=poslab_style.seeds_title([ax]), title_fontsize=8,
+              alignment="left")
     return save(fig, out_dir, "shaw_clip")
 
 
@@ -343,6 +348,7 @@ def xl_terms(summary, out_dir):
         settings = [("memory", mem_rows["mem_len"].min(), None),
                     ("memory", mem_rows["mem_len"].max(), None)]
     offset = 0.3 / max(1, len(settings) - 1)
+    seeds = set()  # n of every point
     for s, (kind, mem, label) in enumerate(settings):
         sub = rows[rows["kind"] == kind]
         if mem is not None:
@@ -350,7 +356,8 @@ def xl_terms(summary, out_dir):
             label = f"evaluation memory {mem}"
         ys, means, errs = [], [], []
         for i, variant in enumerate(variants):
-            mean, low, high, _ = poslab_stats.t_interval(sub[sub["variant"] == variant]["loss"])
+            mean, low, high, n = poslab_stats.t_interval(sub[sub["variant"] == variant]["loss"])
+            seeds.add(int(n))
             ys.append(i + (s - (len(settings) - 1) / 2) * offset)
             means.append(mean)
             errs.append([mean - low if low == low else 0, high - mean if high == high else 0])
@@ -358,7 +365,8 @@ def xl_terms(summary, out_dir):
                     color=f"C{s}")
     ax.set_yticks(range(len(variants)), variants)
     ax.invert_yaxis()  # the first variant on top
-    ax.set_xlabel("validation loss (nats per byte)\nmean and 95% interval over seeds")
+    n = f"{min(seeds)}" if len(seeds) == 1 else f"{min(seeds)} to {max(seeds)}"
+    ax.set_xlabel(f"validation loss (nats per byte)\nmean and 95% t interval over n = {n} seeds")
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=len(settings),
               frameon=False)
     fig.tight_layout()

@@ -97,8 +97,24 @@ def reference_line(ax, value, text, axis="y"):
                     fontsize=7, color="0.35", rotation=90)
 
 
+def seeds_title(axes):
+    """How many seeds stand behind each point of the curves drawn with a band (their lines carry
+    `poslab_n`, the smallest and largest n of their points; poslab_plots.mean_band sets it), as a
+    legend title: "mean of n = 3 seeds / band: 95% t interval"; None if no such curve."""
+    counts = [n for ax in axes for line in ax.lines for n in getattr(line, "poslab_n", ())]
+    if not counts:
+        return None
+    low, high = min(counts), max(counts)
+    if high <= 1:
+        return "one seed per point (no band)"
+    n = f"n = {low}" if low == high else f"n = {low} to {high}"
+    fewer = "" if low == high else "\n(fewer where the gate\ndropped runs)"
+    return f"mean of {n} seeds,\nband: 95% t interval{fewer}"
+
+
 def legend_outside(fig, axes, ncol=1):
-    """One legend for the whole figure, to the right of the last panel, without duplicates."""
+    """One legend for the whole figure, to the right of the last panel, without duplicates; its
+    title says how many seeds each point averages (seeds_title)."""
     handles, labels = [], []
     for ax in axes:
         for h, l in zip(*ax.get_legend_handles_labels()):
@@ -107,7 +123,8 @@ def legend_outside(fig, axes, ncol=1):
                 labels.append(l)
     if handles:
         axes[-1].legend(handles, labels, loc="upper left", bbox_to_anchor=(1.02, 1.0),
-                        ncol=ncol, frameon=False)
+                        ncol=ncol, frameon=False, title=seeds_title(axes),
+                        title_fontsize="small", alignment="left")
 
 
 apply()
