@@ -106,7 +106,7 @@ def seeds_title(axes):
         return None
     low, high = min(counts), max(counts)
     if high <= 1:
-        return "one seed per point (no band)"
+        return "n = 1 seed\n(no band)"
     n = f"n = {low}" if low == high else f"n = {low} to {high}"
     fewer = "" if low == high else "\n(fewer where the gate\ndropped runs)"
     return f"mean of {n} seeds,\nband: 95% t interval{fewer}"
