@@ -160,6 +160,77 @@ class PaperMetrics(unittest.TestCase):
         self.assertEqual(m[3], 2)
 
 
+def lm_summary(encodings, seeds, growth_2x, t5_column=True):
+    """A summary.csv of an LM length study on one corpus (L = 64): loss 1.5 + seed/1000 at 1x,
+    plus growth_2x at 2x and 1.0 at 16x. t5_column False: no encoding.type column (a study with
+    the encoding fixed in [base.encoding], as the T5 settling study)."""
+    rows = []
+    for encoding in encodings:
+        for seed in seeds:
+            base = 1.5 + seed / 1000
+            for factor, extra in ((1.0, 0.0), (2.0, growth_2x + seed / 10000), (4.0, 0.0),
+                                  (8.0, 0.0), (16.0, 1.0)):
+                rows.append({"run": f"python,{encoding},seed={seed}", "train.seed": seed,
+                             "encoding.type": encoding, "variant": "python", "kind": "length",
+                             "factor": factor, "seq_len": int(64 * factor),
+                             "loss": base + extra, "in_distribution_ok": True})
+    frame = pd.DataFrame(rows)
+    return frame if t5_column else frame.drop(columns=["encoding.type"])
+
+
+class T5Settling(unittest.TestCase):
+    """The T5 row of the LM table is decided by results/settle_t5_max_distance when it exists
+    (experiments/settle/t5_max_distance.protocol.md: upper end <= +0.05 agrees, lower end > +0.05
+    disagrees), the LM study's own T5 (max_distance 128 > L) staying beside it, not counted."""
+    ENCODINGS = ("sinusoidal", "rope", "t5_bias", "alibi", "none", "learned", "transformer_xl")
+
+    def tables(self, settle):
+        import tempfile
+        with tempfile.TemporaryDirectory() as results:
+            os.makedirs(os.path.join(results, "lm_extrapolation"))
+            lm_summary(self.ENCODINGS, (11, 12, 13), 0.2).to_csv(
+                os.path.join(results, "lm_extrapolation", "summary.csv"), index=False)
+            if settle is not None:
+                os.makedirs(os.path.join(results, "settle_t5_max_distance"))
+                settle.to_csv(os.path.join(results, "settle_t5_max_distance", "summary.csv"),
+                              index=False)
+            record = claims.Tally()
+            text = claims.lm_extrapolation(os.path.join(results, "lm_extrapolation"), record)
+        t5 = [line for line in text.splitlines() if "T5 bias: no worse" in line
+              or "the LM study's T5" in line]
+        return t5, record
+
+    def test_without_the_settling_study_the_row_is_inconclusive(self):
+        t5, record = self.tables(None)
+        self.assertEqual(len(t5), 1)
+        self.assertTrue(t5[0].endswith("| inconclusive (not the paper's regime) |"))
+        self.assertIn("gives disagree in this regime", t5[0])
+
+    def test_flat_at_2x_agrees_and_the_old_row_is_a_reference(self):
+        t5, record = self.tables(lm_summary(["t5_bias"], (31, 32, 33), -0.02, t5_column=False))
+        self.assertEqual(len(t5), 2)
+        self.assertIn("max_distance 64, loss at 2x minus 1x: -0.017", t5[0])  # -0.02 + seed/10000
+        self.assertTrue(t5[0].endswith("| agree |"))
+        self.assertTrue(t5[1].endswith("| (reference) |"))
+        self.assertIn("+0.201", t5[1])  # the LM study's own T5, still shown
+        # One T5 comparison counted, not two: 16 rows as without the settling study.
+        self.assertEqual(len(record.rows), len(self.tables(None)[1].rows))
+
+    def test_growth_beyond_the_band_disagrees(self):
+        t5, _ = self.tables(lm_summary(["t5_bias"], (31, 32, 33), 0.2, t5_column=False))
+        self.assertTrue(t5[0].endswith("| disagree |"))
+
+    def test_a_gated_run_is_left_out(self):
+        settle = lm_summary(["t5_bias"], (31, 32, 33), -0.02, t5_column=False)
+        # seed 33 fails the gate and would, if counted, push the interval across +0.05
+        settle.loc[(settle["train.seed"] == 33) & (settle["factor"] == 2.0), "loss"] += 1.0
+        settle.loc[settle["train.seed"] == 33, "in_distribution_ok"] = False
+        t5, _ = self.tables(settle)
+        self.assertIn("n=2", t5[0])
+        self.assertIn("gate dropped 1", t5[0])
+        self.assertTrue(t5[0].endswith("| agree |"))
+
+
 class Summary(unittest.TestCase):
     def test_tally_counts_each_comparison(self):
         record = claims.Tally()
