@@ -11,11 +11,20 @@ tmp="$(mktemp -d "${TMPDIR:-/tmp}/poslab-study-smoke.XXXXXX")"
 trap 'rm -rf "$tmp"' EXIT
 export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" MPLBACKEND=Agg
 
+# Every smoke runs from a scratch working directory and writes where its real version would
+# (experiments/pilots/X.toml -> results/pilots/X), so that a study that starts from another
+# study's run (train.init_from = "results/pilots/...", a relative path) finds that study's smoke
+# version: the smokes run in name order, parents' files first (context_extension_base before
+# context_extension_finetune), and the child's [smoke] uses the parent's [smoke] model.
+work="$tmp/work"
+mkdir -p "$work"
+cd "$work"
 studies=0
 while IFS= read -r file; do
   grep -q '^\[study\]' "$file" || continue  # plain run configs (quickstart, python_corpus)
   name="$(basename "$file" .toml)"
-  out="$tmp/$name"
+  relative="${file#"$repo/experiments/"}"
+  out="$work/results/${relative%.toml}"
   echo "study smoke: $file"
   "$poslab" run "$file" --smoke --jobs 2 --out "$out" > "$tmp/$name.log" 2>&1 ||
     { cat "$tmp/$name.log" >&2; echo "study smoke: $file failed" >&2; exit 1; }
