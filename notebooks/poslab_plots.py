@@ -738,7 +738,8 @@ def standard_figures(study_dir, out_dir=None):
         written += randomized_vs_plain(plain, summary, out_dir)
     if "variant" in summary and "encoding.clip_k" in summary:
         written += shaw_clip(summary, out_dir)
-    elif "variant" in summary and summary["variant"].notna().any() and "length" not in kinds:
+    elif "variant" in summary and summary["variant"].nunique() >= 2 and "length" not in kinds:
+        # variants compared side by side (XL's terms); one variant alone is no comparison
         written += xl_terms(summary, out_dir)
     if "memory" in kinds:
         written += memory_curves(summary, out_dir)
