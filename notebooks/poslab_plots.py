@@ -238,7 +238,9 @@ def memory_curves(summary, out_dir, figure_name="loss_vs_memory"):
     groups = [(t, m) for t in (ordered(rows[col]) if col else [None])
               for m in (sorted(rows["memory.mem_len"].unique()) if "memory.mem_len" in rows
                         else [None])]
-    fig, axes = panels(groups)
+    # One panel alone gets more width: its symlog axis carries ticks 0, 2^3 .. 2^8, and the
+    # legend sits beside it.
+    fig, axes = panels(groups, width=5.4 if len(groups) == 1 else 3.6)
     for ax, (group, trained_mem) in zip(axes, groups):
         sub = rows
         if group is not None:

@@ -20,9 +20,6 @@ RESULTS = os.path.join(REPO, "results")
 
 # Folders whose standard figures were left out on purpose (see their commits).
 NOT_COMMITTED = {
-    # Settling run 4 (issue 27): its one memory panel is too narrow for ticks 2^3..2^8 (figure
-    # lint: 5 overlaps); widen memory_curves' single panel first.
-    "settle_shaw_long_range_clip": "figures not committed: one-panel memory figure, crowded ticks",
     # 0292872: the one memory panel mixes the language-model and long_range losses.
     "state_reuse_conditions": "figures not committed: one memory panel mixes LM and task losses",
     # 589029a: two runs of a pilot, reported as numbers in docs/06.
