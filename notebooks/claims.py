@@ -392,6 +392,79 @@ def recl_table(study_dir):
     return values, len(files)
 
 
+def half_loss_settle(study_dir, late_positions=range(16, 32)):
+    """Settling run 2 (experiments/settle/half_loss_no_memory.protocol.md), or None if it has not
+    run: per seed, the mean loss at positions 16-31 of the memory-0 evaluation, Transformer-XL
+    trained without recurrence (this study's loss_by_position) minus the half-loss sinusoidal
+    model trained without recurrence (results/settle_half_loss_no_memory), paired by seed; the
+    whole-segment losses of both beside it. Gate: the half-loss model's loss at memory 0 below
+    the bigram baseline. Returns (late interval, XL whole interval, (half whole interval,
+    runs dropped by the gate))."""
+    settle = read_sibling(study_dir, "settle_half_loss_no_memory")
+    if settle is None:
+        return None
+    settle_dir = os.path.join(os.path.dirname(study_dir) or ".",
+                              "settle_half_loss_no_memory" + os.path.basename(study_dir)[
+                                  len("state_reuse"):])
+    at0 = settle[(settle["kind"] == "memory") & (settle["mem_len"] == 0)]
+    passed = at0[at0["loss"] < at0["bigram_loss"]]
+    seeds = set(passed["train.seed"])
+    half_whole = poslab_stats.t_interval(passed["loss"].tolist())
+
+    def late_mean(path, **condition):
+        positions = pd.read_csv(path)
+        rows = positions[(positions["kind"] == "memory") & (positions["mem_len"] == 0)
+                         & positions["position"].isin(list(late_positions))]
+        for column, value in condition.items():
+            rows = rows[rows[column] == value]
+        return rows.groupby("train.seed")["loss"].mean()
+
+    xl_path = os.path.join(study_dir, "loss_by_position.csv.gz")
+    if not os.path.exists(xl_path):
+        xl_path = xl_path[:-len(".gz")]
+    xl_late = late_mean(xl_path, **{"encoding.type": "transformer_xl", "memory.mem_len": 0})
+    half_late = late_mean(os.path.join(settle_dir, "loss_by_position.csv"))
+    half_late = half_late[half_late.index.isin(seeds)]
+    main = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    xl_whole = at_memory(memory_losses(main, **{"encoding.type": "transformer_xl",
+                                                "memory.mem_len": 0}), 0)
+    return (paired(xl_late, half_late), poslab_stats.t_interval(xl_whole.tolist()),
+            (half_whole, len(at0) - len(passed)))
+
+
+def shaw_clip_settle(study_dir, conditions, m, chance):
+    """The row of settling run 4 (experiments/settle/shaw_long_range_clip.protocol.md), or None
+    if it has not run: Shaw with clip 40 (above the gap of 33) on long_range, accuracy on the
+    repeated block with memory m and without, and clip 40 minus clip 16 at memory m paired by
+    seed. The protocol's rule: the clip is the reason if the clip-40 accuracy with memory is >=
+    0.90 (lower end) and within 0.05 of chance without; not the reason if the clip-40 accuracy
+    with memory stays within 0.05 of chance; else partial. An explanation, not a paper's claim:
+    not counted in the per-paper tally."""
+    settle = read_sibling(study_dir, "settle_shaw_long_range_clip")
+    if settle is None:
+        return None
+    runs = memory_losses(settle, variant="long_range_shaw_clip40")
+    with_memory = poslab_stats.t_interval(at_memory(runs, m, "accuracy").tolist())
+    without = poslab_stats.t_interval(at_memory(runs, 0, "accuracy").tolist())
+    near_chance = (lambda i: i[3] >= 2 and abs(i[1] - chance) <= 0.05
+                   and abs(i[2] - chance) <= 0.05)
+    if with_memory[3] >= 2 and with_memory[1] >= 0.90 and near_chance(without):
+        judged = "the clip is the reason"
+    elif near_chance(with_memory):
+        judged = "the clip is not the reason"
+    else:
+        judged = "partial"
+    clip16 = memory_losses(conditions, variant="long_range_shaw")
+    gain = paired(at_memory(runs, m, "accuracy"), at_memory(clip16, m, "accuracy"))
+    return (f"| 6. (why Shaw stays at chance: its clip k = 16 is below the gap; settling run 4) "
+            f"| not the paper's; Shaw with clip 40 > gap 33, seeds paired with the clip-16 runs "
+            f"| Shaw, clip 40: accuracy on the repeated block with memory {m}: "
+            f"{fmt(*with_memory)}; without memory: {fmt(*without)}; clip 40 minus clip 16 at "
+            f"memory {m}: {fmt(*gain)} | the clip is the reason if >= 0.90 with memory and "
+            f"within 0.05 of chance without; not if within 0.05 of chance with memory; else "
+            f"partial | {judged} |")
+
+
 def state_reuse(study_dir, record=None):
     """Dai et al. 2019's state-reuse claims (experiments/state_reuse.protocol.md, comparisons 1
     to 7): the main study (axes encoding.type, memory.mem_len = trained memory), and its
@@ -469,11 +542,27 @@ def state_reuse(study_dir, record=None):
         lines.append(row(claim, f"{table6}; the same order, each model as trained",
                          f"{first} minus {second}", paired(a, b), "interval below 0",
                          BELOW_ZERO))
+    half_settle = half_loss_settle(study_dir)
+    if half_settle is not None:
+        # Settling run 2 (experiments/settle/half_loss_no_memory.protocol.md): Table 6's absolute
+        # row as the paper trained it, half loss and no recurrence.
+        late, whole, (half_whole, dropped) = half_settle
+        lines.append(row("3. no recurrence < absolute (Table 6's absolute row: half loss, no "
+                         "recurrence)",
+                         f"{table6}; the absolute row is trained with the loss on the second "
+                         "half of each segment and no recurrence, so the comparison is on the "
+                         "tokens it was trained on: positions 16-31 of the segment, at memory 0 "
+                         "(settling run 2)",
+                         f"XL without recurrence minus half-loss sinusoidal, mean loss at "
+                         f"positions 16-31 (whole segment: XL without recurrence "
+                         f"{fmt(*whole)}, half-loss sinusoidal {fmt(*half_whole)}; gate dropped "
+                         f"{dropped} of the half-loss runs)",
+                         late, "interval below 0", BELOW_ZERO))
     if conditions is not None:
         half = memory_losses(conditions, variant="half_loss_sinusoidal")
-        lines.append(row("3. (exploratory) absolute with the half loss",
-                         "Table 6's absolute row: half loss and NO recurrence (attention length "
-                         "below the segment); poslab's arm has memory 32, so it is not that row",
+        lines.append(row("3. (exploratory) absolute with the half loss and memory 32",
+                         "not the paper's row: poslab's conditions arm trains the half loss "
+                         f"with memory {m}",
                          f"half-loss sinusoidal at memory {m} minus XL without recurrence",
                          paired(at_memory(half, m), at_memory(xl0, 0)), "", None))
     # 4. A longer evaluation memory helps a relative encoding.
@@ -556,6 +645,9 @@ def state_reuse(study_dir, record=None):
                              f"(1/16) without | {v} |")
             else:
                 lines.append(f"| 6. (reference) | | {measured}: {fmt(*without)} | | (reference) |")
+        clip = shaw_clip_settle(study_dir, conditions, m, chance)
+        if clip is not None:
+            lines.append(clip)
     # 7. Fortunes: the early null result, budget or corpus?
     if fortunes is None:
         lines.append("| 7. fortunes: training with recurrence helps at 12,000 steps | | the "
