@@ -935,8 +935,214 @@ def length_generalization(study_dir, record=None):
 
 # --- The count per paper, and the values quoted in the docs --------------------------------------
 
+# --- Context extension (Chen et al. 2023; bloc97 2023; Peng et al. 2023; Press et al.; Sun et
+# al.), experiments/context_extension.protocol.md ------------------------------------------------
+
+CHEN = "Chen et al. 2023"
+BLOC97 = "bloc97 2023"
+PENG = "Peng et al. 2023"
+SUN = "Sun et al. 2023"
+CE_TRAIN_LEN = 64      # L: every stage-1 model but rope256 trained on 64-byte chunks
+CE_BUDGET = 400        # B, the fine-tuning budget read at every length (pilot 2)
+CE_BUDGETS = (50, 100, 200, 400)
+CE_WITHIN = 0.05       # nats/byte: "relatively well", "usable", "within reach of rope256"
+
+
+def ce_rows(summary, variant, kinds=("length", "main")):
+    """The gated rows of one variant of the context-extension study."""
+    rows = summary[(summary["variant"] == variant) & summary["kind"].isin(kinds)]
+    return rows[poslab_stats.gate_passed(rows)]
+
+
+def ce_loss(summary, variant, length):
+    """Test loss of every gated seed of `variant` on chunks of `length` bytes (its scaling on):
+    Series over seeds. A fine-tune's main evaluation is its only reading at 256 bytes when the
+    study reads it at no other length (budgets below B)."""
+    rows = ce_rows(summary, variant)
+    rows = rows[rows["seq_len"] == length].drop_duplicates("train.seed")
+    return rows.set_index("train.seed")["loss"]
+
+
+def ce_passkey(summary, variant, length):
+    """The paper's passkey metric, greedy exact match, of every gated seed at `length` bytes,
+    averaged over the depths (Series over seeds)."""
+    rows = ce_rows(summary, variant, kinds=("passkey",))
+    rows = rows[rows["seq_len"] == length]
+    return rows.groupby("train.seed")["passkey_greedy_exact_match"].mean()
+
+
+def ce_gate_line(summary):
+    """Which runs the gate dropped (loss at the run's own main evaluation not below the bigram
+    baseline of the test split)."""
+    main = summary[summary["kind"] == "main"]
+    dropped = sorted(main[~poslab_stats.gate_passed(main)]["run"])
+    return (f"{main['run'].nunique()} runs, gate dropped {len(dropped)}"
+            + (f" ({'; '.join(dropped)})" if dropped else ""))
+
+
+def ce_context_matched(by_position, summary, variant, factor, train_len=CE_TRAIN_LEN):
+    """Press et al.'s flatness without the early-token curse, as in the LM extrapolation study
+    (context_matched): per seed, the mean loss at positions >= L of the factor x L chunks minus
+    the mean loss at positions 7L/8 .. L-1 of the 1x chunks."""
+    gated = set(ce_rows(summary, variant)["run"])
+    rows = by_position[(by_position["variant"] == variant) & (by_position["kind"] == "length")
+                       & by_position["run"].isin(gated)]
+    diffs = []
+    for _, seed_rows in rows.groupby("train.seed"):
+        far = seed_rows[(seed_rows["factor"] == factor) & (seed_rows["position"] >= train_len)]
+        near = seed_rows[(seed_rows["factor"] == 1) & (seed_rows["position"] >= 7 * train_len // 8)
+                         & (seed_rows["position"] < train_len)]
+        if len(far) and len(near):
+            diffs.append(far["loss"].mean() - near["loss"].mean())
+    return poslab_stats.t_interval(diffs)
+
+
+def context_extension(study_dir, record=None):
+    """The claims of experiments/context_extension.protocol.md, rules 1 to 12. Lengths in bytes
+    (L = 64: 2x = 128, 4x = 256, 16x = 1,024); loss in nats per byte on the test split; every
+    comparison paired by seed (a stage-2 run and its rope64 parent share the seed)."""
+    summary = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    position_path = os.path.join(study_dir, "loss_by_position.csv.gz")
+    if not os.path.exists(position_path):
+        position_path = position_path[:-len(".gz")]
+    by_position = pd.read_csv(position_path) if os.path.exists(position_path) else None
+    L = CE_TRAIN_LEN
+
+    def loss(variant, multiple):
+        return ce_loss(summary, variant, int(multiple * L))
+
+    def diff(a, b):
+        return paired(a, b)
+
+    lines = [f"\n{ce_gate_line(summary)}. Loss in nats per byte on the test split (the papers: "
+             "perplexity of LLaMA models on long documents, passkey accuracy); L = 64 bytes; "
+             "every difference paired over seeds.\n",
+             "| published claim | what the paper measured; what the verdict uses | measured | "
+             "rule | verdict |",
+             "|---|---|---|---|---|"]
+
+    def row(claim, source, paper, measured, interval, rule_text, judged, extra=""):
+        v = verdict(interval, *judged)
+        tally(record, source, [v])
+        lines.append(f"| {claim} ({source}) | {paper} | {measured}: {fmt(*interval)}{extra} | "
+                     f"{rule_text} | {v} |")
+
+    def reference(claim, paper, measured):
+        lines.append(f"| {claim} | {paper} | {measured} | reported, no rule | (reference) |")
+
+    ppl = "perplexity at the extended window; here the loss at that length"
+    # 1. Direct extrapolation of RoPE is catastrophic beyond L.
+    for multiple in (2, 4):
+        row("1. RoPE read beyond L without extension degrades", CHEN, ppl,
+            f"rope64, loss at {multiple}x minus at 1x", diff(loss("rope64", multiple),
+                                                             loss("rope64", 1)),
+            "interval above 0", ABOVE_ZERO)
+    ft = {(method, steps): f"ft_{method}_{steps}" for method in ("none", "linear", "ntk", "yarn")
+          for steps in CE_BUDGETS}
+    ft_b = {method: ft[(method, CE_BUDGET)] for method in ("none", "linear", "ntk", "yarn")}
+    # 2. PI fine-tuned briefly reaches good quality at the extended window.
+    beside = diff(loss(ft_b["linear"], 4), loss("rope256", 4))
+    row(f"2. PI fine-tuned briefly uses the extended window ({CE_BUDGET} steps at 4x)", CHEN,
+        f"{ppl} falls as the window grows",
+        f"ft_linear_{CE_BUDGET}, loss at 4x minus at 1x", diff(loss(ft_b["linear"], 4),
+                                                              loss(ft_b["linear"], 1)),
+        "upper end <= 0 agrees, lower end > 0 disagrees",
+        (lambda low, high: high <= 0, lambda low, high: low > 0),
+        f"; beside it, minus rope256 (trained at 4x) at 4x: {fmt(*beside)}")
+    # 3. PI keeps the quality within the original window relatively well.
+    row("3. PI keeps the quality inside the original window", CHEN,
+        "perplexity at the original window, before and after; here the loss at 1x",
+        f"ft_linear_{CE_BUDGET} minus rope64, loss at 1x", diff(loss(ft_b["linear"], 1),
+                                                               loss("rope64", 1)),
+        f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees",
+        (lambda low, high: high <= CE_WITHIN, lambda low, high: low > CE_WITHIN))
+    # 4. Fine-tuning without interpolation extends the context slowly.
+    m_loss = diff(loss(ft_b["none"], 4), loss(ft_b["linear"], 4))
+    v_loss = verdict(m_loss, *ABOVE_ZERO)
+    m_key, v_key = compare(ce_passkey(summary, ft_b["linear"], 4 * L),
+                           ce_passkey(summary, ft_b["none"], 4 * L), BEATS, floor=0.0)
+    tally(record, CHEN, [v_loss, v_key])
+    keys = ", ".join(f"{name} {fmt(*poslab_stats.t_interval(ce_passkey(summary, v, 4 * L).tolist()))}"
+                     for name, v in (("linear", ft_b["linear"]), ("none", ft_b["none"])))
+    lines.append(f"| 4. fine-tuning without interpolation extends the context slowly ({CHEN}) | "
+                 f"passkey accuracy after fine-tuning (the paper's metric); here also the loss | "
+                 f"ft_none_{CE_BUDGET} minus ft_linear_{CE_BUDGET}, loss at 4x: {fmt(*m_loss)}; "
+                 f"passkey greedy exact match at 4x, mean over depths: {keys}; linear minus none: "
+                 f"{fmt(*m_key)} | loss: interval above 0; passkey: linear beats none | "
+                 f"{combined_verdict([('loss', v_loss), ('passkey', v_key)])} |")
+    # 5. NTK-aware scaling zero-shot degrades less than PI zero-shot.
+    for multiple in (4, 2):
+        row(f"5. NTK-aware scaling beats PI without fine-tuning (s = 4, at {multiple}x)", BLOC97,
+            "perplexity of LLaMA without fine-tuning (a blog post's plot)",
+            f"zs_ntk_s4 minus zs_linear_s4, loss at {multiple}x",
+            diff(loss("zs_ntk_s4", multiple), loss("zs_linear_s4", multiple)),
+            "interval below 0", BELOW_ZERO)
+    # 6. Dynamic scaling avoids the blow-up beyond s x L.
+    row("6. dynamic scaling avoids the blow-up beyond s x L", PENG,
+        "perplexity without fine-tuning beyond the scaled window",
+        "zs_dynamic_ntk_s1 minus zs_ntk_s4, loss at 16x",
+        diff(loss("zs_dynamic_ntk_s1", 16), loss("zs_ntk_s4", 16)),
+        "interval below 0", BELOW_ZERO)
+
+    def best_of(a, b):
+        common = a.index.intersection(b.index)
+        return np.minimum(a[common], b[common])
+
+    # 7, 8. YaRN beats PI and NTK, without and after fine-tuning.
+    row("7. YaRN beats PI and NTK without fine-tuning (s = 4)", PENG,
+        "perplexity at the extended window",
+        "zs_yarn_s4 minus the better of zs_linear_s4 and zs_ntk_s4 (per seed), loss at 4x",
+        diff(loss("zs_yarn_s4", 4), best_of(loss("zs_linear_s4", 4), loss("zs_ntk_s4", 4))),
+        "interval below 0", BELOW_ZERO)
+    row(f"8. YaRN beats PI and NTK after fine-tuning ({CE_BUDGET} steps)", PENG,
+        "perplexity at the extended window after fine-tuning",
+        f"ft_yarn_{CE_BUDGET} minus the better of ft_linear_{CE_BUDGET} and ft_ntk_{CE_BUDGET}, "
+        "loss at 4x",
+        diff(loss(ft_b["yarn"], 4), best_of(loss(ft_b["linear"], 4), loss(ft_b["ntk"], 4))),
+        "interval below 0", BELOW_ZERO)
+    # 9. YaRN needs fewer fine-tuning steps.
+    for steps in (50, 100):
+        row(f"9. YaRN needs fewer fine-tuning steps ({steps} steps)", PENG,
+            "steps of fine-tuning to reach a perplexity",
+            f"ft_yarn_{steps} minus ft_linear_{steps}, loss at 4x",
+            diff(loss(ft[("yarn", steps)], 4), loss(ft[("linear", steps)], 4)),
+            "interval below 0", BELOW_ZERO)
+    target = loss("rope256", 4).mean()
+    reached = []
+    for method in ("none", "linear", "ntk", "yarn"):
+        first = next((steps for steps in CE_BUDGETS
+                      if loss(ft[(method, steps)], 4).mean() <= target + CE_WITHIN), None)
+        reached.append(f"{method} {first if first is not None else f'> {CE_BUDGETS[-1]}'}")
+    reference("9. (the budget curve)", "not the paper's measure",
+              f"smallest budget whose mean loss at 4x is within {CE_WITHIN} of rope256's "
+              f"({target:.3f}): {', '.join(reached)}")
+    # 10. YaRN extrapolates beyond its fine-tuning length.
+    row("10. fine-tuned YaRN reads beyond its fine-tuning length", PENG,
+        "perplexity beyond the fine-tuning length (s x L)",
+        f"ft_yarn_{CE_BUDGET}, loss at 16x minus at 4x",
+        diff(loss(ft_b["yarn"], 16), loss(ft_b["yarn"], 4)),
+        f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees", AT_MOST_005)
+    # 11. ALiBi needs no extension.
+    if by_position is not None:
+        row("11. ALiBi needs no extension (flat beyond L)", PRESS,
+            "perplexity at longer inputs, flat (checked by sliding windows, Appendix B)",
+            "alibi64, context-matched: positions >= L of the 16x chunks minus positions "
+            "7L/8..L-1 of the 1x chunks",
+            ce_context_matched(by_position, summary, "alibi64", 16),
+            f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees", AT_MOST_005,
+            f"; whole chunks, 16x minus 1x: "
+            f"{fmt(*diff(loss('alibi64', 16), loss('alibi64', 1)))}")
+    # 12. xPos extrapolates better than RoPE.
+    row("12. xPos extrapolates better than RoPE", SUN,
+        "perplexity at longer inputs (blockwise causal attention in the paper; poslab: plain)",
+        "xpos64 minus rope64, loss at 4x", diff(loss("xpos64", 4), loss("rope64", 4)),
+        "interval below 0", BELOW_ZERO,
+        f"; at 1x: {fmt(*diff(loss('xpos64', 1), loss('rope64', 1)))}")
+    return "\n".join(lines)
+
+
 STUDIES = (("lm_extrapolation", lm_extrapolation), ("length_generalization", length_generalization),
-           ("state_reuse", state_reuse))
+           ("state_reuse", state_reuse), ("context_extension", context_extension))
 VERDICTS = ("agree", "disagree", "inconclusive", "not measured")
 
 
@@ -1034,6 +1240,9 @@ def main(argv):
         return 0
     if name == "state_reuse" or name.startswith("state_reuse-"):
         print(state_reuse(study_dir))
+        return 0
+    if name == "context_extension" or name.startswith("context_extension-"):
+        print(context_extension(study_dir))
         return 0
     print(f"claims.py: no claims table is defined for {name}", file=sys.stderr)
     return 1

@@ -240,5 +240,69 @@ class Summary(unittest.TestCase):
         self.assertEqual(record.rows, [("P", ["agree"]), ("P", ["inconclusive", "disagree"])])
 
 
+
+class ContextExtensionTable(unittest.TestCase):
+    """The context-extension table on a planted summary: RoPE degrades beyond L (+1.0 at 4x),
+    YaRN zero-shot is 0.2 better than the better of PI and NTK, one condition fails the gate, and
+    the passkey is at the floor for both fine-tunes (rule 4: the loss part agrees, the passkey
+    part is inconclusive)."""
+
+    def planted(self):
+        rows = []
+
+        def add(variant, length, loss, kind="length", seed_noise=(0.0, 0.01, -0.01), ok=True,
+                **extra):
+            for seed, noise in zip((41, 42, 43), seed_noise):
+                rows.append({"run": f"{variant},train.seed={seed}", "train.seed": seed,
+                             "variant": variant, "kind": kind, "seq_len": length,
+                             "loss": loss + noise, "in_distribution_ok": ok, **extra})
+
+        for variant, base in (("rope64", 1.40), ("zs_linear_s4", 1.60), ("zs_ntk_s4", 1.55),
+                              ("zs_yarn_s4", 1.35)):
+            add(variant, 64, base, kind="main")
+            growth = 1.0 if variant == "rope64" else 0.1
+            add(variant, 256, base + growth)
+        add("ft_linear_400", 256, 1.50, kind="main")
+        add("ft_none_400", 256, 2.00, kind="main")
+        for variant in ("ft_linear_400", "ft_none_400"):
+            add(variant, 256, 0.0, kind="passkey", seed_noise=(0, 0, 0),
+                passkey_greedy_exact_match=0.0)
+        add("nope64", 64, 9.0, kind="main", ok=False)  # dropped by the gate
+        return pd.DataFrame(rows)
+
+    def table(self):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            self.planted().to_csv(os.path.join(tmp, "summary.csv"), index=False)
+            record = claims.Tally()
+            text = claims.context_extension(tmp, record)
+        return text, record
+
+    def line(self, text, start):
+        found = [l for l in text.splitlines() if l.startswith(start)]
+        self.assertEqual(len(found), 1, start)
+        return found[0]
+
+    def test_planted_effects(self):
+        text, _ = self.table()
+        self.assertIn("gate dropped 3 (nope64", text)
+        rope = self.line(text, "| 1. RoPE read beyond L without extension degrades (Chen et al. 2023) | perplexity at the extended window; here the loss at that length | rope64, loss at 4x")
+        self.assertTrue(rope.endswith("| agree |"), rope)
+        yarn = self.line(text, "| 7. YaRN beats PI and NTK without fine-tuning")
+        self.assertIn("-0.200", yarn)  # 1.45 - min(1.70, 1.65) at 4x
+        self.assertTrue(yarn.endswith("| agree |"), yarn)
+        ntk = self.line(text, "| 5. NTK-aware scaling beats PI without fine-tuning (s = 4, at 4x)")
+        self.assertTrue(ntk.endswith("| agree |"), ntk)
+        passkey = self.line(text, "| 4. fine-tuning without interpolation")
+        self.assertTrue(passkey.endswith(
+            "| agree (loss), inconclusive (both at the floor) (passkey) |"), passkey)
+
+    def test_missing_conditions_are_inconclusive_not_errors(self):
+        text, record = self.table()
+        xpos = self.line(text, "| 12. xPos extrapolates better than RoPE")
+        self.assertIn("no runs", xpos)
+        self.assertTrue(xpos.endswith("| inconclusive |"))
+        self.assertIn("Sun et al. 2023", [paper for paper, _ in record.rows])
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)
