@@ -606,7 +606,11 @@ def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact
             keys.sort(key=lambda k: order.get(k[0], len(order)))
     else:
         keys = [()]
-    factors = sorted(rows["factor"].unique())
+    # x: the factor of the training length, or the length in bytes when the runs were trained
+    # at different lengths (a fine-tune at 4L beside its parent at L: one factor, two lengths).
+    in_bytes = (rows["seq_len"] / rows["factor"]).round().nunique() > 1
+    x_column = "seq_len" if in_bytes else "factor"
+    factors = sorted(rows[x_column].unique())
     depths = sorted(rows["passkey_depth"].unique())
     # At least 3.4 inches a panel: the x label must not run into the next panel's.
     fig, axes = panels(keys, width=max(3.4, 0.62 * len(factors) + 2.0),
@@ -617,7 +621,7 @@ def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact
         for column, value in zip(conditions, key):
             part = part[part[column] == value]
         kept = gated(part)  # a cell whose runs all fail the gate stays empty
-        means = kept.groupby(["passkey_depth", "factor"])[metric].mean()
+        means = kept.groupby(["passkey_depth", x_column])[metric].mean()
         grid = [[means.get((d, f), float("nan")) for f in factors] for d in depths]
         image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
         for i, row in enumerate(grid):
@@ -625,10 +629,11 @@ def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact
                 if value == value:
                     ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
                             color="black" if value > 0.6 else "white")
-        ax.set_xticks(range(len(factors)), [f"{f:g}x" for f in factors])
+        ax.set_xticks(range(len(factors)), [f"{f:g}" if in_bytes else f"{f:g}x" for f in factors])
         ax.set_yticks(range(len(depths)), [f"{d:g}" for d in depths])
         ax.grid(False)
-        ax.set_xlabel("evaluation length / training length")
+        ax.set_xlabel("evaluation length (bytes)" if in_bytes
+                      else "evaluation length / training length")
         if ax.get_subplotspec().is_first_col():
             ax.set_ylabel("depth of the key line")
         title = [poslab_style.label(str(v)) if c == "encoding.type" else f"{v}"
@@ -724,7 +729,11 @@ def standard_figures(study_dir, out_dir=None):
     # Models trained on randomized positions are drawn only beside the plain study's runs
     # (below): the standard panels would read them with contiguous positions alone.
     randomized = "length_sampled" in kinds and "variant" in summary
-    if (lm_runs["kind"] == "length").any():  # LM extrapolation: loss against input length
+    import extension_figures  # here: it imports this module
+    two_stage = extension_figures.is_two_stage(summary) and "length" in kinds
+    if two_stage:  # a context-extension study: lengths in bytes, stages side by side
+        written += extension_figures.extension_figures(study_dir, summary, positions, out_dir)
+    elif (lm_runs["kind"] == "length").any():  # LM extrapolation: loss against input length
         written += length_generalization(lm_runs, out_dir, "loss", "loss_vs_length")
     if (task_runs["kind"] == "length").any() and not randomized:
         written += length_generalization(task_runs, out_dir, "accuracy")
@@ -751,7 +760,7 @@ def standard_figures(study_dir, out_dir=None):
                                          f"loss_vs_memory_{task}")
         if positions is not None:
             written += loss_by_position(positions, out_dir)
-    if (lm_runs["kind"] == "length").any() and positions is not None:
+    if (lm_runs["kind"] == "length").any() and positions is not None and not two_stage:
         lm_positions = positions[positions["run"].isin(set(lm_runs["run"]))]
         if (lm_positions["kind"] == "length").any():
             written += loss_by_position(lm_positions, out_dir, "length", "loss_by_position_length")

@@ -57,7 +57,8 @@ MEASUREMENTS = {"study", "run", "loss", "accuracy", "exact_match", "exact_match_
                 "exact_match_ci_high", "instances", "tokens", "peak_memory_mb",
                 "in_distribution_ok", "unigram_loss", "bigram_loss", "train_loss",
                 "train_tokens_per_second", "train_seconds", "commit", SEED_COLUMN,
-                "passkey_greedy_exact_match"}
+                "passkey_greedy_exact_match",
+                "parent"}  # a stage-2 run's parent run: it names the seed, not a condition
 NEGATIVE_CONTROLS = ("parity",)
 
 

@@ -7,7 +7,8 @@ at 64 with YaRN and reads it zero-shot with YaRN (stage 2, `from = "train32"`). 
 the stage-2 runs start from their own seed's parent (summary's parent column, init_from.json,
 eval.json), the zero-shot child keeps the parent's parameters bit for bit while its scaling
 changes the loss, the fine-tuned child changes them, every run has its 1x/2x/4x losses and its
-passkey cells, and a second `poslab run` finds everything done (resume across stages).
+passkey cells, a second `poslab run` finds everything done (resume across stages), and `poslab
+plot` draws the two-stage figures and pools each stage-2 variant's seeds in summary_ci.csv.
 """
 import csv
 import hashlib
@@ -106,6 +107,26 @@ def main():
                            capture_output=True, text=True)
     check(again.returncode == 0 and "6 already done" in again.stdout,
           f"a second poslab run did not find all 6 runs done:\n{again.stdout}{again.stderr}")
+
+    # poslab plot: the two-stage figures (lengths in bytes), and summary_ci.csv pools each
+    # stage-2 variant's seeds (the parent column names a seed's parent, not a condition).
+    plot = subprocess.run([poslab, "plot", out], capture_output=True, text=True)
+    check(plot.returncode == 0, f"poslab plot failed:\n{plot.stdout}{plot.stderr}")
+    figures = set(os.listdir(os.path.join(out, "figures"))) if plot.returncode == 0 else set()
+    for name in ("extension_loss_vs_length", "extension_budget", "extension_loss_by_position"):
+        check(f"{name}.png" in figures, f"poslab plot drew no {name}.png (drew {sorted(figures)})")
+    check("loss_vs_length.png" not in figures,
+          "poslab plot drew the one-stage loss_vs_length.png for a two-stage study")
+    if plot.returncode == 0:
+        with open(os.path.join(out, "summary_ci.csv")) as f:
+            ci = [r for r in csv.DictReader(f) if r["kind"] == "length"]
+        for variant in ("yarn64", "yarn_zero_shot"):  # seeds kept + dropped by the gate
+            rows = [r for r in ci if r["variant"] == variant]
+            seeds = {int(r["n"]) + int(r["dropped"]) for r in rows}
+            lengths = [r["seq_len"] for r in rows]
+            check(seeds == {2} and len(lengths) == len(set(lengths)) == 3,
+                  f"summary_ci.csv: {variant} has {len(rows)} length rows of {seeds} seeds, "
+                  "not one row of both seeds per length")
 
     for p in problems:
         print("two_stage_smoke:", p)

@@ -1,0 +1,317 @@
+"""The figures of a two-stage context-extension study (experiments/context_extension.toml): models
+trained from scratch at L, then each RoPE parent read zero-shot with a scaling (train.steps = 0)
+or fine-tuned at a longer length, and read at several lengths. `poslab plot` draws them instead
+of the one-stage figures, whose x axis (evaluation length / the run's own training length) would
+put a run fine-tuned at 4L and its parent trained at L on different scales.
+
+    build/poslab plot results/context_extension
+
+What each variant is comes from the committed study file (results/STUDY/study.toml): its
+parent (`from`), its steps, its training length and its scaling. Figures:
+  extension_loss_vs_length  loss against the evaluation length in bytes; panels: trained from
+                            scratch, zero-shot from the parent, fine-tuned (the largest budget)
+  extension_budget          loss at the fine-tuning length against fine-tuning steps, per scaling
+                            (0 steps: the same scaling zero-shot), the from-scratch upper bound
+  extension_scale           zero-shot at s = 2..16: loss at s x L and at L against s
+  extension_loss_by_position  zero-shot loss by position at the longest length (where it breaks)
+"""
+import os
+import tomllib
+
+import matplotlib.ticker
+import pandas as pd
+
+import poslab_plots
+import poslab_stats
+import poslab_style
+
+# One colour per scaling, the same in every figure.
+SCALING_COLOURS = {"none": "#222222", "linear": "#1f77b4", "ntk": "#ff7f0e", "yarn": "#2ca02c",
+                   "dynamic_ntk": "#9467bd", "llama3": "#8c564b"}
+
+
+def is_two_stage(summary):
+    """A study whose runs start from another variant's runs (the summary's parent column)."""
+    return "parent" in summary and summary["parent"].fillna("").astype(str).str.len().gt(0).any()
+
+
+def variant_table(study_dir):
+    """One row per variant of the committed study file: variant, parent (variant name or ""),
+    steps, seq_len (training length), scaling, factor, encoding."""
+    with open(os.path.join(study_dir, "study.toml"), "rb") as f:
+        study = tomllib.load(f)
+    base = study.get("base", {})
+
+    def base_value(key, default):
+        section, name = key.split(".")
+        return base.get(section, {}).get(name, default)
+
+    rows = []
+    for variant in study.get("variant", []):
+        values = dict(variant.get("set", {}))
+        get = lambda key, default: values.get(key, base_value(key, default))  # noqa: E731
+        rows.append({"variant": variant["name"], "parent": variant.get("from", ""),
+                     "steps": int(get("train.steps", 0)), "seq_len": int(get("train.seq_len", 0)),
+                     "scaling": get("encoding.scaling", "none"),
+                     "factor": float(get("encoding.factor", 1.0)),
+                     "encoding": get("encoding.type", "")})
+    return pd.DataFrame(rows).set_index("variant")
+
+
+def lengths_axis(ax, lengths):
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(sorted(lengths))
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
+    ax.get_xaxis().set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_xlabel("evaluation length (bytes)")
+
+
+def length_rows(summary, variant):
+    rows = summary[(summary["variant"] == variant) & (summary["kind"] == "length")]
+    return rows
+
+
+def scaling_label(info, name):
+    """'yarn, s = 4 (zs_yarn_s4)' for a stage-2 variant, its name for a from-scratch one."""
+    if not info.loc[name, "parent"]:
+        return name
+    if info.loc[name, "scaling"] == "none":
+        return f"no scaling ({name})"
+    return f"{info.loc[name, 'scaling']}, s = {info.loc[name, 'factor']:g} ({name})"
+
+
+def scaling_style(info, name, members):
+    """Colour by scaling; a second factor of the same scaling in one panel is dashed."""
+    scaling = info.loc[name, "scaling"]
+    same = [v for v in members if info.loc[v, "scaling"] == scaling]
+    return {"color": SCALING_COLOURS.get(scaling, "#7f7f7f"),
+            "ls": "-" if same.index(name) == 0 else "--"}
+
+
+def upper_bounds(info, parent):
+    """From-scratch variants of the parent's encoding trained at a longer length."""
+    if not parent:
+        return []
+    return [v for v in info.index if not info.loc[v, "parent"]
+            and info.loc[v, "encoding"] == info.loc[parent, "encoding"]
+            and info.loc[v, "seq_len"] > info.loc[parent, "seq_len"]]
+
+
+def seeds_note(fig, axes, title):
+    """The figure title, with how many seeds stand behind the curves and what the band is."""
+    note = poslab_style.seeds_title(axes)
+    fig.suptitle(title + (f" ({note.replace(chr(10), ' ')})" if note else ""), fontsize=9)
+
+
+def loss_vs_length(summary, info, out_dir, name="extension_loss_vs_length"):
+    """Loss against the evaluation length in bytes, three panels on one y scale."""
+    curves = summary[summary["kind"] == "length"]
+    several = curves.groupby("variant")["seq_len"].nunique()
+    several = set(several[several >= 3].index)
+    stage1 = [v for v in info.index if not info.loc[v, "parent"] and v in several]
+    zero = [v for v in info.index if info.loc[v, "parent"] and info.loc[v, "steps"] == 0
+            and v in several]
+    tuned = [v for v in info.index if info.loc[v, "parent"] and info.loc[v, "steps"] > 0
+             and v in several]
+    parents = list(dict.fromkeys(info.loc[zero + tuned, "parent"]))
+    parent = parents[0] if parents else ""
+    groups = [("trained from scratch", stage1), (f"zero-shot from {parent}", zero)]
+    if tuned:
+        steps = sorted(set(info.loc[tuned, "steps"]))
+        groups.append((f"fine-tuned from {parent} at {int(info.loc[tuned[0], 'seq_len'])} "
+                       f"({', '.join(str(s) for s in steps)} steps)", tuned))
+    groups = [(title, members) for title, members in groups if members]
+    fig, axes = poslab_plots.panels([t for t, _ in groups], width=4.4, height=3.6)
+    for ax, (title, members) in zip(axes, groups):
+        for v in members:
+            rows = length_rows(summary, v)
+            if info.loc[v, "parent"]:
+                poslab_plots.mean_band(ax, rows, "seq_len", "loss", scaling_label(info, v),
+                                       **scaling_style(info, v, members))
+            else:
+                poslab_plots.mean_band(ax, rows, "seq_len", "loss", v,
+                                       color=poslab_style.colour(info.loc[v, "encoding"]),
+                                       ls="--" if v in upper_bounds(info, parent) else "-")
+        if members is not stage1 and parent:
+            poslab_plots.mean_band(ax, length_rows(summary, parent), "seq_len", "loss",
+                                   f"{parent} (no scaling)", color="#999999", ls=":")
+            for bound in upper_bounds(info, parent):
+                poslab_plots.mean_band(ax, length_rows(summary, bound), "seq_len", "loss",
+                                       f"{bound} (from scratch)", color="#999999", ls="--",
+                                       marker="s")
+        lengths_axis(ax, curves["seq_len"].unique())
+        for trained in sorted(set(info.loc[members, "seq_len"])):
+            poslab_style.reference_line(ax, trained, f"trained {trained}", axis="x")
+        ax.set_title(title, fontsize=9)
+        ax.set_ylabel("loss (nats per byte)")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False, fontsize=7)
+        poslab_plots.dropped_note(ax, summary[summary["variant"].isin(members)])
+    low = min(ax.get_ylim()[0] for ax in axes)
+    high = max(ax.get_ylim()[1] for ax in axes)
+    for ax in axes:  # one scale, so that the panels compare
+        ax.set_ylim(low, high)
+    seeds_note(fig, axes, "loss against the evaluation length")
+    fig.tight_layout()
+    return poslab_plots.save(fig, out_dir, name)
+
+
+def budget_points(summary, info, at_len):
+    """Per (scaling, steps): the gated loss at `at_len` of every seed; 0 steps: the zero-shot
+    variant with the same scaling and factor (the parent itself for scaling none)."""
+    tuned = [v for v in info.index if info.loc[v, "parent"] and info.loc[v, "steps"] > 0
+             and info.loc[v, "seq_len"] == at_len]
+    points = []
+    for v in tuned:
+        scaling, factor, parent = info.loc[v, ["scaling", "factor", "parent"]]
+        points.append((scaling, int(info.loc[v, "steps"]), v))
+        if scaling == "none":
+            start = parent
+        else:
+            start = next((z for z in info.index if info.loc[z, "parent"] == parent
+                          and info.loc[z, "steps"] == 0 and info.loc[z, "scaling"] == scaling
+                          and info.loc[z, "factor"] == factor), None)
+        if start is not None:
+            points.append((scaling, 0, start))
+    frames = []
+    for scaling, steps, v in dict.fromkeys(points):
+        rows = summary[(summary["variant"] == v) & summary["kind"].isin(["length", "main"])
+                       & (summary["seq_len"] == at_len)].drop_duplicates("run")
+        frames.append(rows.assign(scaling=scaling, steps=steps))
+    return pd.concat(frames) if frames else pd.DataFrame()
+
+
+def budget_curve(summary, info, out_dir, name="extension_budget"):
+    tuned = info[(info["parent"] != "") & (info["steps"] > 0)]
+    if tuned.empty:
+        return []
+    at_len = int(tuned["seq_len"].iloc[0])
+    points = budget_points(summary, info, at_len)
+    if points.empty or not (points["steps"] > 0).any():  # no fine-tune has run yet
+        return []
+    fig, axes = poslab_plots.panels([None], width=5.4, height=3.6)
+    ax = axes[0]
+    for scaling in dict.fromkeys(points["scaling"]):
+        part = points[points["scaling"] == scaling]
+        poslab_plots.mean_band(ax, part, "steps", "loss",
+                               "no scaling" if scaling == "none" else scaling,
+                               color=SCALING_COLOURS.get(scaling, "#7f7f7f"))
+    parent = tuned["parent"].iloc[0]
+    for bound in upper_bounds(info, parent):
+        rows = summary[(summary["variant"] == bound) & (summary["kind"] == "length")
+                       & (summary["seq_len"] == at_len)]
+        kept = poslab_plots.gated(rows)
+        if len(kept):
+            mean, low, high, n = poslab_stats.t_interval(kept["loss"])
+            poslab_style.reference_line(ax, mean, f"{bound}: trained at {at_len} from scratch")
+            if n > 1:
+                ax.axhspan(low, high, color="#999999", alpha=0.15, lw=0)
+    steps = sorted(points["steps"].unique())
+    ax.set_xscale("symlog", linthresh=max(1, min(s for s in steps if s > 0)))
+    ax.set_xticks(steps)
+    ax.set_xlim(-0.1 * steps[1] if len(steps) > 1 else -1, 1.1 * steps[-1])
+    ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
+    ax.get_xaxis().set_minor_locator(matplotlib.ticker.NullLocator())
+    ax.set_xlabel(f"fine-tuning steps at {at_len} (0: zero-shot, same scaling)")
+    ax.set_ylabel(f"test loss at {at_len} bytes (nats/byte)")
+    ax.set_title(f"from {parent}: how many steps each scaling needs", fontsize=9)
+    poslab_style.legend_outside(fig, [ax])
+    fig.tight_layout()
+    return poslab_plots.save(fig, out_dir, name)
+
+
+def scale_curves(summary, info, out_dir, name="extension_scale"):
+    """Zero-shot static scalings at several factors s: loss at s x L and at L against s."""
+    zero = info[(info["parent"] != "") & (info["steps"] == 0)
+                & info["scaling"].isin(["linear", "ntk", "yarn"])]
+    if zero["factor"].nunique() < 2:
+        return []
+    parent = zero["parent"].iloc[0]
+    train_len = int(info.loc[parent, "seq_len"])
+    fig, axes = poslab_plots.panels(["target", "original"], width=4.2, height=3.4)
+    for ax, where in zip(axes, ("target", "original")):
+        for scaling in dict.fromkeys(zero["scaling"]):
+            frames = []
+            for v in zero[zero["scaling"] == scaling].index:
+                factor = zero.loc[v, "factor"]
+                length = int(round(factor * train_len)) if where == "target" else train_len
+                rows = length_rows(summary, v)
+                frames.append(rows[rows["seq_len"] == length].assign(s=factor))
+            poslab_plots.mean_band(ax, pd.concat(frames), "s", "loss", scaling,
+                                   color=SCALING_COLOURS.get(scaling, "#7f7f7f"))
+        if where == "target":  # the parent without scaling, read at the same lengths
+            rows = length_rows(summary, parent)
+            rows = rows.assign(s=rows["seq_len"] / train_len)
+            rows = rows[rows["s"].isin(set(zero["factor"]))]
+            poslab_plots.mean_band(ax, rows, "s", "loss", f"{parent} (no scaling)",
+                                   color=SCALING_COLOURS["none"], ls=":")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(sorted(zero["factor"].unique()))
+        ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.get_xaxis().set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xlabel("scaling factor s")
+        ax.set_ylabel("test loss (nats/byte)")
+        ax.set_title(f"read at s x L (the window it was scaled to), L = {train_len}"
+                     if where == "target" else f"read at L = {train_len} (the trained window)",
+                     fontsize=9)
+    poslab_style.legend_outside(fig, axes)
+    fig.tight_layout()
+    return poslab_plots.save(fig, out_dir, name)
+
+
+def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_position"):
+    """Zero-shot loss at each position of the longest chunks, binned (8 bins per L); one panel
+    per static factor read there (dynamic scalings with the first), the parent in each."""
+    if positions is None:
+        return []
+    zero = [v for v in info.index if info.loc[v, "parent"] and info.loc[v, "steps"] == 0]
+    if not zero:
+        return []
+    parent = info.loc[zero[0], "parent"]
+    train_len = int(info.loc[parent, "seq_len"])
+    rows = positions[positions["kind"] == "length"]
+    longest = int(rows[rows["variant"].isin(zero)]["seq_len"].max())
+    rows = rows[rows["seq_len"] == longest]
+    zero = [v for v in zero if (rows["variant"] == v).any()]
+    static = [v for v in zero if not str(info.loc[v, "scaling"]).startswith("dynamic")]
+    factors = sorted(set(info.loc[static, "factor"]))
+    groups = [(f, [v for v in zero if v in static and info.loc[v, "factor"] == f
+                   or (v not in static and f == factors[0])]) for f in factors]
+    width = max(1, train_len // 8)
+    fig, axes = poslab_plots.panels([f for f, _ in groups], width=5.0, height=3.6, columns=2)
+    gated_runs = set(poslab_plots.gated(summary)["run"])
+    for ax, (factor, members) in zip(axes, groups):
+        position_panel(ax, rows, [parent] + members, parent, info, width, gated_runs)
+        poslab_style.reference_line(ax, train_len, f"L = {train_len}", axis="x")
+        if factor * train_len < longest:
+            poslab_style.reference_line(ax, factor * train_len, f"{factor:g} L", axis="x")
+        ax.set_xlabel(f"position inside a {longest}-byte chunk (bins of {width})")
+        ax.set_ylabel("test loss (nats/byte)")
+        ax.set_title(f"static scalings at s = {factor:g}"
+                     + (", and the dynamic ones" if len(members) > 1 and factor == factors[0]
+                        else ""), fontsize=9)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False, fontsize=7)
+    seeds_note(fig, axes, f"zero-shot from {parent}, read at {longest} bytes: where each "
+                          "scaling breaks")
+    fig.tight_layout()
+    return poslab_plots.save(fig, out_dir, name)
+
+
+def position_panel(ax, rows, members, parent, info, width, gated_runs):
+    for v in members:
+        part = rows[(rows["variant"] == v) & rows["run"].isin(gated_runs)]
+        part = part.assign(position=(part["position"] // width) * width + (width - 1) / 2)
+        part = part.groupby(["run", "position"], as_index=False)["loss"].mean()
+        if v == parent:
+            style = {"color": SCALING_COLOURS["none"], "ls": ":"}
+        else:
+            style = scaling_style(info, v, members[1:])
+        label = f"{parent} (no scaling)" if v == parent else scaling_label(info, v)
+        poslab_plots.mean_band(ax, part, "position", "loss", label, marker=None, **style)
+
+
+def extension_figures(study_dir, summary, positions, out_dir):
+    """Every figure of a two-stage study; returns the written paths."""
+    info = variant_table(study_dir)
+    return (loss_vs_length(summary, info, out_dir) + budget_curve(summary, info, out_dir)
+            + scale_curves(summary, info, out_dir)
+            + loss_by_position(summary, positions, info, out_dir))
