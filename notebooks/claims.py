@@ -1133,7 +1133,9 @@ def context_extension(study_dir, record=None):
         "perplexity beyond the fine-tuning length (s x L)",
         f"ft_yarn_{CE_BUDGET}, loss at 16x minus at 4x",
         diff(loss(ft_b["yarn"], 16), loss(ft_b["yarn"], 4)),
-        f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees", AT_MOST_005)
+        f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees", AT_MOST_005,
+        f"; beside it, the paper's range (2x the fine-tuning length: 64k -> 128k), 8x minus "
+        f"4x: {fmt(*diff(loss(ft_b['yarn'], 8), loss(ft_b['yarn'], 4)))}")
     # 11. ALiBi needs no extension.
     if by_position is not None:
         row("11. ALiBi needs no extension (flat beyond L)", PRESS,
