@@ -1058,6 +1058,12 @@ def context_extension(study_dir, record=None):
         "upper end <= 0 agrees, lower end > 0 disagrees",
         (lambda low, high: high <= 0, lambda low, high: low > 0),
         f"; beside it, minus rope256 (trained at 4x) at 4x: {fmt(*beside)}")
+    reference("2. (each method fine-tuned, against RoPE trained at 4x from scratch)",
+              "not a claim of the papers",
+              "; ".join(f"ft_{method}_{steps} minus rope256 at 4x: "
+                        f"{fmt(*diff(loss(ft[(method, steps)], 4), loss('rope256', 4)))}"
+                        for method in ("none", "linear", "ntk", "yarn")
+                        for steps in (50, CE_BUDGET)))
     # 3. PI keeps the quality within the original window relatively well.
     row("3. PI keeps the quality inside the original window", CHEN,
         "perplexity at the original window, before and after; here the loss at 1x",
