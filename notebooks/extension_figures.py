@@ -205,6 +205,7 @@ def budget_curve(summary, info, out_dir, name="extension_budget"):
             poslab_style.reference_line(ax, mean, f"{bound}: trained at {at_len} from scratch")
             if n > 1:
                 ax.axhspan(low, high, color="#999999", alpha=0.15, lw=0)
+    poslab_plots.dropped_note(ax, points)  # a zero-shot point the gate dropped (PI, say)
     steps = sorted(points["steps"].unique())
     ax.set_xscale("symlog", linthresh=max(1, min(s for s in steps if s > 0)))
     ax.set_xticks(steps)
@@ -244,6 +245,7 @@ def scale_curves(summary, info, out_dir, name="extension_scale"):
             rows = rows[rows["s"].isin(set(zero["factor"]))]
             poslab_plots.mean_band(ax, rows, "s", "loss", f"{parent} (no scaling)",
                                    color=SCALING_COLOURS["none"], ls=":")
+        poslab_plots.dropped_note(ax, summary[summary["variant"].isin(set(zero.index))])
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(zero["factor"].unique()))
         ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
