@@ -430,7 +430,8 @@ def read_sibling(study_dir, name, family="state_reuse"):
 
 
 def recl_table(study_dir):
-    """RECL per model, mean over the seed groups (study_dir/recl_seed<S>.csv, notebooks/recl.py)."""
+    """RECL per model, one value per seed group (study_dir/recl_seed<S>.csv, notebooks/recl.py):
+    ({model: [(recl, censored), ...]}, number of seed groups), or None without files."""
     import glob
     files = sorted(glob.glob(os.path.join(study_dir, "recl_seed*.csv")))
     if not files:
@@ -515,6 +516,51 @@ def shaw_clip_settle(study_dir, conditions, m, chance):
             f"memory {m}: {fmt(*gain)} | the clip is the reason if >= 0.90 with memory and "
             f"within 0.05 of chance without; not if within 0.05 of chance with memory; else "
             f"partial | {judged} |")
+
+
+# Settling run 5 (experiments/settle/recl_capped.protocol.md): the RECL group trained again, the
+# vanilla model capped at its training length (its context-0 losses stand for every context).
+RECL_ORDER = (("xl_m32", "Transformer-XL, memory 32"), ("shaw_m32", "Shaw, memory 32"),
+              ("xl_m0", "Transformer-XL without recurrence"),
+              ("vanilla_m0", "vanilla (sinusoidal, no memory, capped)"))
+
+
+def recl_order_verdict(higher, lower):
+    """The protocol's rule for 'higher > lower' over seed groups of (recl, censored) pairs, a
+    censored value read as a lower bound: the order holds in a group if higher's value exceeds
+    lower's and lower's is not censored; it is reversed if lower's exceeds higher's and higher's
+    is not censored. Agree if it holds in every group, disagree if reversed in every group."""
+    holds = [h[0] > l[0] and not l[1] for h, l in zip(higher, lower)]
+    reversed_ = [l[0] > h[0] and not h[1] for h, l in zip(higher, lower)]
+    if higher and len(higher) == len(lower) and all(holds):
+        return "agree"
+    if higher and len(higher) == len(lower) and all(reversed_):
+        return "disagree"
+    return "inconclusive"
+
+
+def recl_capped_rows(study_dir, record=None):
+    """The rows of settling run 5, or [] if it has not run."""
+    suffix = os.path.basename(study_dir)[len("state_reuse"):]
+    found = recl_table(os.path.join(os.path.dirname(study_dir) or ".",
+                                    "settle_recl_capped" + suffix))
+    if found is None:
+        return []
+    values, groups = found
+    shown = "; ".join(f"{label}: " + ", ".join(f"{'>=' if c else ''}{v}"
+                                               for v, c in values.get(key, []))
+                      for key, label in RECL_ORDER)
+    rows = []
+    for (high, high_label), (low, low_label) in zip(RECL_ORDER, RECL_ORDER[1:]):
+        v = recl_order_verdict(values.get(high, []), values.get(low, []))
+        tally(record, DAI, [v])
+        rows.append(f"| 5. RECL: {high_label} > {low_label} (vanilla capped; settling run 5) | "
+                    f"Appendix C, RECL (r = 0.1), the vanilla model capped at its training "
+                    f"length; the same, fresh seeds 31-33, results/settle_recl_capped | RECL in "
+                    f"bytes, contexts 0-256, one value per seed group ({groups} groups; >= : "
+                    f"censored): {shown} | holds in every seed group (censored = lower bound) "
+                    f"agrees, reversed in every group disagrees | {v} |")
+    return rows
 
 
 def state_reuse(study_dir, record=None):
@@ -671,6 +717,7 @@ def state_reuse(study_dir, record=None):
                      f"{paper5} | RECL in bytes with contexts 0, 32, 64, 128, 256, one value per "
                      f"seed group (>= : still gaining at the last pair, censored): "
                      f"{'; '.join(parts)} | reported, no rule | (reference) |")
+    lines += recl_capped_rows(study_dir, record)
     # 6. long_range: only a model with memory predicts beyond its segment.
     if conditions is not None:
         chance = 1.0 / 16

@@ -241,6 +241,28 @@ class Summary(unittest.TestCase):
 
 
 
+
+class ReclOrder(unittest.TestCase):
+    """Settling run 5's rule: 'A > B' per seed group, a censored RECL read as a lower bound."""
+
+    def test_holds_in_every_group_agrees(self):
+        self.assertEqual(claims.recl_order_verdict([(96, False), (128, True), (64, False)],
+                                                   [(32, False), (32, False), (32, False)]),
+                         "agree")
+
+    def test_a_censored_lower_side_cannot_be_beaten(self):
+        # B's ">= 128" may be larger than A's 192: the order is not established in that group.
+        self.assertEqual(claims.recl_order_verdict([(192, False), (96, False)],
+                                                   [(128, True), (32, False)]), "inconclusive")
+
+    def test_reversed_in_every_group_disagrees(self):
+        self.assertEqual(claims.recl_order_verdict([(32, False), (32, False)],
+                                                   [(64, False), (128, True)]), "disagree")
+
+    def test_ties_and_missing_groups_are_inconclusive(self):
+        self.assertEqual(claims.recl_order_verdict([(64, False)], [(64, False)]), "inconclusive")
+        self.assertEqual(claims.recl_order_verdict([], []), "inconclusive")
+
 class ContextExtensionTable(unittest.TestCase):
     """The context-extension table on a planted summary: RoPE degrades beyond L (+1.0 at 4x),
     YaRN zero-shot is 0.2 better than the better of PI and NTK, one condition fails the gate, and
