@@ -151,19 +151,28 @@ def length_generalization(summary, out_dir, metric="accuracy", name=None):
     missing = every_row[every_row[metric].isna()]
     col = panel_column(rows)
     groups = ordered(rows[col]) if col else [None]
+    # x: the factor of the training length, or the length itself when the runs were trained at
+    # different lengths (ALiBi at L beside sinusoidal at 2L: "1x" would be two lengths).
+    trained = (rows["seq_len"] / rows["factor"]).round()
+    in_lengths = trained.nunique() > 1
+    x = "seq_len" if in_lengths else "factor"
     fig, axes = panels(groups)
     for ax, group in zip(axes, groups):
         sub = rows if group is None else rows[rows[col] == group]
         series = series_column(sub)
         for curve in ordered(sub[series]):
-            mean_band(ax, sub[sub[series] == curve], "factor", metric, curve)
+            mean_band(ax, sub[sub[series] == curve], x, metric, curve)
         ax.set_xscale("log", base=2)
-        ax.set_xticks(sorted(sub["factor"].unique()))
-        ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%gx"))
-        ax.set_xlabel("evaluation length / training length")
+        ax.set_xticks(sorted(sub[x].unique()))
+        ax.get_xaxis().set_major_formatter(
+            matplotlib.ticker.FormatStrFormatter("%d" if in_lengths else "%gx"))
+        ax.get_xaxis().set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_xlabel("evaluation length" if in_lengths else "evaluation length / training length")
         ax.set_ylabel("loss (nats per scored token)" if metric == "loss" else metric.replace("_", " "))
         ax.set_title(panel_title(col, group) if group is not None else "")
-        poslab_style.reference_line(ax, 1.0, "trained", axis="x")
+        for length in (sorted(set(trained[sub.index].astype(int))) if in_lengths else [1.0]):
+            poslab_style.reference_line(ax, length, f"trained {length}" if in_lengths
+                                        else "trained", axis="x")
         if metric in ("accuracy", "exact_match"):
             ax.set_ylim(-0.03, 1.03)
         if group == "parity" and metric == "accuracy":
@@ -334,6 +343,19 @@ def shaw_clip(summary, out_dir):
     ax.legend(fontsize=8, title=poslab_style.seeds_title([ax]), title_fontsize=8,
               alignment="left")
     return save(fig, out_dir, "shaw_clip")
+
+
+def varies_xl_terms(study_dir):
+    """Does the study's file (results/STUDY/study.toml) switch Transformer-XL's terms (a)-(d) or
+    its u, v in its variants? Only then is the xl_terms figure the right one."""
+    path = os.path.join(study_dir, "study.toml")
+    if not os.path.exists(path):
+        return False
+    import tomllib
+    with open(path, "rb") as f:
+        variants = tomllib.load(f).get("variant", [])
+    return any(key.startswith(("encoding.term_", "encoding.untie_uv"))
+               for variant in variants for key in variant.get("set", {}))
 
 
 def xl_terms(summary, out_dir):
@@ -749,8 +771,9 @@ def standard_figures(study_dir, out_dir=None):
         written += randomized_vs_plain(plain, summary, out_dir)
     if "variant" in summary and "encoding.clip_k" in summary:
         written += shaw_clip(summary, out_dir)
-    elif "variant" in summary and summary["variant"].nunique() >= 2 and "length" not in kinds:
-        # variants compared side by side (XL's terms); one variant alone is no comparison
+    elif "variant" in summary and summary["variant"].nunique() >= 2 and "length" not in kinds \
+            and varies_xl_terms(study_dir):
+        # Transformer-XL's terms switched off one by one, side by side
         written += xl_terms(summary, out_dir)
     if "memory" in kinds:
         written += memory_curves(summary, out_dir)
