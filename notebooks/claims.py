@@ -1130,9 +1130,6 @@ def context_extension(study_dir, record=None):
         return (f"; outside the protocol, every run kept (the zero-shot runs the gate dropped "
                 f"too): {fmt(*make(False))}")
 
-    def diff(a, b):
-        return paired(a, b)
-
     lines = [f"\n{ce_gate_line(summary)}. Loss in nats per byte on the test split (the papers: "
              "perplexity of LLaMA models on long documents, passkey accuracy); L = 64 bytes; "
              "every difference paired over seeds.\n",
@@ -1153,17 +1150,17 @@ def context_extension(study_dir, record=None):
     # 1. Direct extrapolation of RoPE is catastrophic beyond L.
     for multiple in (2, 4):
         row("1. RoPE read beyond L without extension degrades", CHEN, ppl,
-            f"rope64, loss at {multiple}x minus at 1x", diff(loss("rope64", multiple),
+            f"rope64, loss at {multiple}x minus at 1x", paired(loss("rope64", multiple),
                                                              loss("rope64", 1)),
             "interval above 0", ABOVE_ZERO)
     ft = {(method, steps): f"ft_{method}_{steps}" for method in ("none", "linear", "ntk", "yarn")
           for steps in CE_BUDGETS}
     ft_b = {method: ft[(method, CE_BUDGET)] for method in ("none", "linear", "ntk", "yarn")}
     # 2. PI fine-tuned briefly reaches good quality at the extended window.
-    beside = diff(loss(ft_b["linear"], 4), loss("rope256", 4))
+    beside = paired(loss(ft_b["linear"], 4), loss("rope256", 4))
     row(f"2. PI fine-tuned briefly uses the extended window ({CE_BUDGET} steps at 4x)", CHEN,
         f"{ppl} falls as the window grows",
-        f"ft_linear_{CE_BUDGET}, loss at 4x minus at 1x", diff(loss(ft_b["linear"], 4),
+        f"ft_linear_{CE_BUDGET}, loss at 4x minus at 1x", paired(loss(ft_b["linear"], 4),
                                                               loss(ft_b["linear"], 1)),
         "upper end <= 0 agrees, lower end > 0 disagrees",
         (lambda low, high: high <= 0, lambda low, high: low > 0),
@@ -1171,18 +1168,18 @@ def context_extension(study_dir, record=None):
     reference("2. (each method fine-tuned, against RoPE trained at 4x from scratch)",
               "not a claim of the papers",
               "; ".join(f"ft_{method}_{steps} minus rope256 at 4x: "
-                        f"{fmt(*diff(loss(ft[(method, steps)], 4), loss('rope256', 4)))}"
+                        f"{fmt(*paired(loss(ft[(method, steps)], 4), loss('rope256', 4)))}"
                         for method in ("none", "linear", "ntk", "yarn")
                         for steps in (50, CE_BUDGET)))
     # 3. PI keeps the quality within the original window relatively well.
     row("3. PI keeps the quality inside the original window", CHEN,
         "perplexity at the original window, before and after; here the loss at 1x",
-        f"ft_linear_{CE_BUDGET} minus rope64, loss at 1x", diff(loss(ft_b["linear"], 1),
+        f"ft_linear_{CE_BUDGET} minus rope64, loss at 1x", paired(loss(ft_b["linear"], 1),
                                                                loss("rope64", 1)),
         f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees",
         (lambda low, high: high <= CE_WITHIN, lambda low, high: low > CE_WITHIN))
     # 4. Fine-tuning without interpolation extends the context slowly.
-    m_loss = diff(loss(ft_b["none"], 4), loss(ft_b["linear"], 4))
+    m_loss = paired(loss(ft_b["none"], 4), loss(ft_b["linear"], 4))
     v_loss = verdict(m_loss, *ABOVE_ZERO)
     m_key, v_key = compare(ce_passkey(summary, ft_b["linear"], 4 * L),
                            ce_passkey(summary, ft_b["none"], 4 * L), BEATS, floor=0.0)
@@ -1198,7 +1195,7 @@ def context_extension(study_dir, record=None):
     # 5. NTK-aware scaling zero-shot degrades less than PI zero-shot.
     for multiple in (4, 2):
         def ntk_vs_pi(gate, multiple=multiple):
-            return diff(loss("zs_ntk_s4", multiple, gate), loss("zs_linear_s4", multiple, gate))
+            return paired(loss("zs_ntk_s4", multiple, gate), loss("zs_linear_s4", multiple, gate))
         row(f"5. NTK-aware scaling beats PI without fine-tuning (s = 4, at {multiple}x)", BLOC97,
             "perplexity of LLaMA without fine-tuning (a blog post's plot)",
             f"zs_ntk_s4 minus zs_linear_s4, loss at {multiple}x", ntk_vs_pi(True),
@@ -1207,7 +1204,7 @@ def context_extension(study_dir, record=None):
     row("6. dynamic scaling avoids the blow-up beyond s x L", PENG,
         "perplexity without fine-tuning beyond the scaled window",
         "zs_dynamic_ntk_s1 minus zs_ntk_s4, loss at 16x",
-        diff(loss("zs_dynamic_ntk_s1", 16), loss("zs_ntk_s4", 16)),
+        paired(loss("zs_dynamic_ntk_s1", 16), loss("zs_ntk_s4", 16)),
         "interval below 0", BELOW_ZERO)
 
     def best_of(a, b):
@@ -1216,7 +1213,7 @@ def context_extension(study_dir, record=None):
 
     # 7, 8. YaRN beats PI and NTK, without and after fine-tuning.
     def yarn_vs_best(gate):
-        return diff(loss("zs_yarn_s4", 4, gate), best_of(loss("zs_linear_s4", 4, gate),
+        return paired(loss("zs_yarn_s4", 4, gate), best_of(loss("zs_linear_s4", 4, gate),
                                                          loss("zs_ntk_s4", 4, gate)))
     row("7. YaRN beats PI and NTK without fine-tuning (s = 4)", PENG,
         "perplexity at the extended window",
@@ -1226,14 +1223,14 @@ def context_extension(study_dir, record=None):
         "perplexity at the extended window after fine-tuning",
         f"ft_yarn_{CE_BUDGET} minus the better of ft_linear_{CE_BUDGET} and ft_ntk_{CE_BUDGET}, "
         "loss at 4x",
-        diff(loss(ft_b["yarn"], 4), best_of(loss(ft_b["linear"], 4), loss(ft_b["ntk"], 4))),
+        paired(loss(ft_b["yarn"], 4), best_of(loss(ft_b["linear"], 4), loss(ft_b["ntk"], 4))),
         "interval below 0", BELOW_ZERO)
     # 9. YaRN needs fewer fine-tuning steps.
     for steps in (50, 100):
         row(f"9. YaRN needs fewer fine-tuning steps ({steps} steps)", PENG,
             "steps of fine-tuning to reach a perplexity",
             f"ft_yarn_{steps} minus ft_linear_{steps}, loss at 4x",
-            diff(loss(ft[("yarn", steps)], 4), loss(ft[("linear", steps)], 4)),
+            paired(loss(ft[("yarn", steps)], 4), loss(ft[("linear", steps)], 4)),
             "interval below 0", BELOW_ZERO)
     target = loss("rope256", 4).mean()
     reached = []
@@ -1248,10 +1245,10 @@ def context_extension(study_dir, record=None):
     row("10. fine-tuned YaRN reads beyond its fine-tuning length", PENG,
         "perplexity beyond the fine-tuning length (s x L)",
         f"ft_yarn_{CE_BUDGET}, loss at 16x minus at 4x",
-        diff(loss(ft_b["yarn"], 16), loss(ft_b["yarn"], 4)),
+        paired(loss(ft_b["yarn"], 16), loss(ft_b["yarn"], 4)),
         f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees", AT_MOST_005,
         f"; beside it, the paper's range (2x the fine-tuning length: 64k -> 128k), 8x minus "
-        f"4x: {fmt(*diff(loss(ft_b['yarn'], 8), loss(ft_b['yarn'], 4)))}")
+        f"4x: {fmt(*paired(loss(ft_b['yarn'], 8), loss(ft_b['yarn'], 4)))}")
     # 11. ALiBi needs no extension.
     if by_position is not None:
         row("11. ALiBi needs no extension (flat beyond L)", PRESS,
@@ -1261,13 +1258,13 @@ def context_extension(study_dir, record=None):
             ce_context_matched(by_position, summary, "alibi64", 16),
             f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees", AT_MOST_005,
             f"; whole chunks, 16x minus 1x: "
-            f"{fmt(*diff(loss('alibi64', 16), loss('alibi64', 1)))}")
+            f"{fmt(*paired(loss('alibi64', 16), loss('alibi64', 1)))}")
     # 12. xPos extrapolates better than RoPE.
     row("12. xPos extrapolates better than RoPE", SUN,
         "perplexity at longer inputs (blockwise causal attention in the paper; poslab: plain)",
-        "xpos64 minus rope64, loss at 4x", diff(loss("xpos64", 4), loss("rope64", 4)),
+        "xpos64 minus rope64, loss at 4x", paired(loss("xpos64", 4), loss("rope64", 4)),
         "interval below 0", BELOW_ZERO,
-        f"; at 1x: {fmt(*diff(loss('xpos64', 1), loss('rope64', 1)))}")
+        f"; at 1x: {fmt(*paired(loss('xpos64', 1), loss('rope64', 1)))}")
     return "\n".join(lines)
 
 
