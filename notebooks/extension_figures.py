@@ -103,8 +103,9 @@ def seeds_note(fig, axes, title):
     fig.suptitle(title + (f" ({note.replace(chr(10), ' ')})" if note else ""), fontsize=9)
 
 
-def loss_vs_length(summary, info, out_dir, name="extension_loss_vs_length"):
-    """Loss against the evaluation length in bytes, three panels on one y scale."""
+def length_panels(summary, info):
+    """The panels of extension_loss_vs_length: [(title, members, from scratch?)], and the parent
+    variant."""
     curves = summary[summary["kind"] == "length"]
     several = curves.groupby("variant")["seq_len"].nunique()
     several = set(several[several >= 3].index)
@@ -115,30 +116,43 @@ def loss_vs_length(summary, info, out_dir, name="extension_loss_vs_length"):
              and v in several]
     parents = list(dict.fromkeys(info.loc[zero + tuned, "parent"]))
     parent = parents[0] if parents else ""
-    groups = [("trained from scratch", stage1), (f"zero-shot from {parent}", zero)]
+    groups = [("trained from scratch", stage1, True), (f"zero-shot from {parent}", zero, False)]
     if tuned:
         steps = sorted(set(info.loc[tuned, "steps"]))
         groups.append((f"fine-tuned from {parent} at {int(info.loc[tuned[0], 'seq_len'])} "
-                       f"({', '.join(str(s) for s in steps)} steps)", tuned))
-    groups = [(title, members) for title, members in groups if members]
-    fig, axes = poslab_plots.panels([t for t, _ in groups], width=4.4, height=3.6)
-    for ax, (title, members) in zip(axes, groups):
-        for v in members:
-            rows = length_rows(summary, v)
-            if info.loc[v, "parent"]:
-                poslab_plots.mean_band(ax, rows, "seq_len", "loss", scaling_label(info, v),
-                                       **scaling_style(info, v, members))
-            else:
-                poslab_plots.mean_band(ax, rows, "seq_len", "loss", v,
-                                       color=poslab_style.colour(info.loc[v, "encoding"]),
-                                       ls="--" if v in upper_bounds(info, parent) else "-")
-        if members is not stage1 and parent:
-            poslab_plots.mean_band(ax, length_rows(summary, parent), "seq_len", "loss",
-                                   f"{parent} (no scaling)", color="#999999", ls=":")
-            for bound in upper_bounds(info, parent):
-                poslab_plots.mean_band(ax, length_rows(summary, bound), "seq_len", "loss",
-                                       f"{bound} (from scratch)", color="#999999", ls="--",
-                                       marker="s")
+                       f"({', '.join(str(s) for s in steps)} steps)", tuned, False))
+    return [group for group in groups if group[1]], parent
+
+
+def length_curves(summary, info, members, parent, from_scratch):
+    """The curves of one extension_loss_vs_length panel: (label, length rows, style). A stage-2
+    panel also shows the parent without scaling and the from-scratch upper bounds, in grey."""
+    curves = []
+    for v in members:
+        if info.loc[v, "parent"]:
+            curves.append((scaling_label(info, v), length_rows(summary, v),
+                           scaling_style(info, v, members)))
+        else:
+            curves.append((v, length_rows(summary, v),
+                           {"color": poslab_style.colour(info.loc[v, "encoding"]),
+                            "ls": "--" if v in upper_bounds(info, parent) else "-"}))
+    if not from_scratch and parent:
+        curves.append((f"{parent} (no scaling)", length_rows(summary, parent),
+                       {"color": "#999999", "ls": ":"}))
+        for bound in upper_bounds(info, parent):
+            curves.append((f"{bound} (from scratch)", length_rows(summary, bound),
+                           {"color": "#999999", "ls": "--", "marker": "s"}))
+    return curves
+
+
+def loss_vs_length(summary, info, out_dir, name="extension_loss_vs_length"):
+    """Loss against the evaluation length in bytes, three panels on one y scale."""
+    curves = summary[summary["kind"] == "length"]
+    groups, parent = length_panels(summary, info)
+    fig, axes = poslab_plots.panels([t for t, _, _ in groups], width=4.4, height=3.6)
+    for ax, (title, members, from_scratch) in zip(axes, groups):
+        for label, rows, style in length_curves(summary, info, members, parent, from_scratch):
+            poslab_plots.mean_band(ax, rows, "seq_len", "loss", label, **style)
         lengths_axis(ax, curves["seq_len"].unique())
         for trained in sorted(set(info.loc[members, "seq_len"])):
             poslab_style.reference_line(ax, trained, f"trained {trained}", axis="x")
@@ -180,31 +194,53 @@ def budget_points(summary, info, at_len):
     return pd.concat(frames) if frames else pd.DataFrame()
 
 
-def budget_curve(summary, info, out_dir, name="extension_budget"):
+def budget_setup(summary, info):
+    """(fine-tuning length, parent, budget_points) of a study whose fine-tunes have run, or
+    None."""
     tuned = info[(info["parent"] != "") & (info["steps"] > 0)]
     if tuned.empty:
-        return []
+        return None
     at_len = int(tuned["seq_len"].iloc[0])
     points = budget_points(summary, info, at_len)
     if points.empty or not (points["steps"] > 0).any():  # no fine-tune has run yet
-        return []
-    fig, axes = poslab_plots.panels([None], width=5.4, height=3.6)
-    ax = axes[0]
-    for scaling in dict.fromkeys(points["scaling"]):
-        part = points[points["scaling"] == scaling]
-        poslab_plots.mean_band(ax, part, "steps", "loss",
-                               "no scaling" if scaling == "none" else scaling,
-                               color=SCALING_COLOURS.get(scaling, "#7f7f7f"))
-    parent = tuned["parent"].iloc[0]
+        return None
+    return at_len, tuned["parent"].iloc[0], points
+
+
+def budget_curves(points):
+    """The budget figure's curves: (label, rows, style), one per scaling."""
+    return [("no scaling" if scaling == "none" else scaling,
+             points[points["scaling"] == scaling],
+             {"color": SCALING_COLOURS.get(scaling, "#7f7f7f")})
+            for scaling in dict.fromkeys(points["scaling"])]
+
+
+def budget_bounds(summary, info, parent, at_len):
+    """The from-scratch upper bounds at the fine-tuning length: (variant, gated rows)."""
+    bounds = []
     for bound in upper_bounds(info, parent):
         rows = summary[(summary["variant"] == bound) & (summary["kind"] == "length")
                        & (summary["seq_len"] == at_len)]
         kept = poslab_plots.gated(rows)
         if len(kept):
-            mean, low, high, n = poslab_stats.t_interval(kept["loss"])
-            poslab_style.reference_line(ax, mean, f"{bound}: trained at {at_len} from scratch")
-            if n > 1:
-                ax.axhspan(low, high, color="#999999", alpha=0.15, lw=0)
+            bounds.append((bound, kept))
+    return bounds
+
+
+def budget_curve(summary, info, out_dir, name="extension_budget"):
+    setup = budget_setup(summary, info)
+    if setup is None:
+        return []
+    at_len, parent, points = setup
+    fig, axes = poslab_plots.panels([None], width=5.4, height=3.6)
+    ax = axes[0]
+    for label, rows, style in budget_curves(points):
+        poslab_plots.mean_band(ax, rows, "steps", "loss", label, **style)
+    for bound, kept in budget_bounds(summary, info, parent, at_len):
+        mean, low, high, n = poslab_stats.t_interval(kept["loss"])
+        poslab_style.reference_line(ax, mean, f"{bound}: trained at {at_len} from scratch")
+        if n > 1:
+            ax.axhspan(low, high, color="#999999", alpha=0.15, lw=0)
     poslab_plots.dropped_note(ax, points)  # a zero-shot point the gate dropped (PI, say)
     steps = sorted(points["steps"].unique())
     ax.set_xscale("symlog", linthresh=max(1, min(s for s in steps if s > 0)))
@@ -220,31 +256,54 @@ def budget_curve(summary, info, out_dir, name="extension_budget"):
     return poslab_plots.save(fig, out_dir, name)
 
 
-def scale_curves(summary, info, out_dir, name="extension_scale"):
-    """Zero-shot static scalings at several factors s: loss at s x L and at L against s."""
+def scale_setup(info):
+    """(zero-shot static variants, parent, training length) when they span two or more factors
+    s, or None."""
     zero = info[(info["parent"] != "") & (info["steps"] == 0)
                 & info["scaling"].isin(["linear", "ntk", "yarn"])]
     if zero["factor"].nunique() < 2:
-        return []
+        return None
     parent = zero["parent"].iloc[0]
-    train_len = int(info.loc[parent, "seq_len"])
+    return zero, parent, int(info.loc[parent, "seq_len"])
+
+
+def scale_panel_curves(summary, zero, parent, train_len, where):
+    """The curves of one extension_scale panel (where: "target" reads each variant at s x L,
+    "original" at L): (label, rows with a column s, style)."""
+    curves = []
+    for scaling in dict.fromkeys(zero["scaling"]):
+        frames = []
+        for v in zero[zero["scaling"] == scaling].index:
+            factor = zero.loc[v, "factor"]
+            length = int(round(factor * train_len)) if where == "target" else train_len
+            rows = length_rows(summary, v)
+            frames.append(rows[rows["seq_len"] == length].assign(s=factor))
+        curves.append((scaling, pd.concat(frames),
+                       {"color": SCALING_COLOURS.get(scaling, "#7f7f7f")}))
+    if where == "target":  # the parent without scaling, read at the same lengths
+        rows = length_rows(summary, parent)
+        rows = rows.assign(s=rows["seq_len"] / train_len)
+        rows = rows[rows["s"].isin(set(zero["factor"]))]
+        curves.append((f"{parent} (no scaling)", rows,
+                       {"color": SCALING_COLOURS["none"], "ls": ":"}))
+    return curves
+
+
+def scale_title(where, train_len):
+    return (f"read at s x L (the window it was scaled to), L = {train_len}" if where == "target"
+            else f"read at L = {train_len} (the trained window)")
+
+
+def scale_curves(summary, info, out_dir, name="extension_scale"):
+    """Zero-shot static scalings at several factors s: loss at s x L and at L against s."""
+    setup = scale_setup(info)
+    if setup is None:
+        return []
+    zero, parent, train_len = setup
     fig, axes = poslab_plots.panels(["target", "original"], width=4.2, height=3.4)
     for ax, where in zip(axes, ("target", "original")):
-        for scaling in dict.fromkeys(zero["scaling"]):
-            frames = []
-            for v in zero[zero["scaling"] == scaling].index:
-                factor = zero.loc[v, "factor"]
-                length = int(round(factor * train_len)) if where == "target" else train_len
-                rows = length_rows(summary, v)
-                frames.append(rows[rows["seq_len"] == length].assign(s=factor))
-            poslab_plots.mean_band(ax, pd.concat(frames), "s", "loss", scaling,
-                                   color=SCALING_COLOURS.get(scaling, "#7f7f7f"))
-        if where == "target":  # the parent without scaling, read at the same lengths
-            rows = length_rows(summary, parent)
-            rows = rows.assign(s=rows["seq_len"] / train_len)
-            rows = rows[rows["s"].isin(set(zero["factor"]))]
-            poslab_plots.mean_band(ax, rows, "s", "loss", f"{parent} (no scaling)",
-                                   color=SCALING_COLOURS["none"], ls=":")
+        for label, rows, style in scale_panel_curves(summary, zero, parent, train_len, where):
+            poslab_plots.mean_band(ax, rows, "s", "loss", label, **style)
         poslab_plots.dropped_note(ax, summary[summary["variant"].isin(set(zero.index))])
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(zero["factor"].unique()))
@@ -252,22 +311,21 @@ def scale_curves(summary, info, out_dir, name="extension_scale"):
         ax.get_xaxis().set_minor_locator(matplotlib.ticker.NullLocator())
         ax.set_xlabel("scaling factor s")
         ax.set_ylabel("test loss (nats/byte)")
-        ax.set_title(f"read at s x L (the window it was scaled to), L = {train_len}"
-                     if where == "target" else f"read at L = {train_len} (the trained window)",
-                     fontsize=9)
+        ax.set_title(scale_title(where, train_len), fontsize=9)
     poslab_style.legend_outside(fig, axes)
     fig.tight_layout()
     return poslab_plots.save(fig, out_dir, name)
 
 
-def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_position"):
-    """Zero-shot loss at each position of the longest chunks, binned (8 bins per L); one panel
-    per static factor read there (dynamic scalings with the first), the parent in each."""
+def position_setup(summary, positions, info):
+    """What extension_loss_by_position shows, or None: a dict of the parent, the training length
+    L, the longest length read, its position rows, the panels [(factor s, members)], the bin
+    width (8 bins per L) and the gated runs."""
     if positions is None:
-        return []
+        return None
     zero = [v for v in info.index if info.loc[v, "parent"] and info.loc[v, "steps"] == 0]
     if not zero:
-        return []
+        return None
     parent = info.loc[zero[0], "parent"]
     train_len = int(info.loc[parent, "seq_len"])
     rows = positions[positions["kind"] == "length"]
@@ -278,19 +336,35 @@ def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_
     factors = sorted(set(info.loc[static, "factor"]))
     groups = [(f, [v for v in zero if v in static and info.loc[v, "factor"] == f
                    or (v not in static and f == factors[0])]) for f in factors]
-    width = max(1, train_len // 8)
+    return {"parent": parent, "train_len": train_len, "longest": longest, "rows": rows,
+            "groups": groups, "width": max(1, train_len // 8), "factors": factors,
+            "gated_runs": set(poslab_plots.gated(summary)["run"])}
+
+
+def position_title(setup, factor, members):
+    return (f"static scalings at s = {factor:g}"
+            + (", and the dynamic ones" if len(members) > 1 and factor == setup["factors"][0]
+               else ""))
+
+
+def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_position"):
+    """Zero-shot loss at each position of the longest chunks, binned (8 bins per L); one panel
+    per static factor read there (dynamic scalings with the first), the parent in each."""
+    setup = position_setup(summary, positions, info)
+    if setup is None:
+        return []
+    parent, train_len, longest = setup["parent"], setup["train_len"], setup["longest"]
+    groups, width = setup["groups"], setup["width"]
     fig, axes = poslab_plots.panels([f for f, _ in groups], width=5.0, height=3.6, columns=2)
-    gated_runs = set(poslab_plots.gated(summary)["run"])
     for ax, (factor, members) in zip(axes, groups):
-        position_panel(ax, rows, [parent] + members, parent, info, width, gated_runs)
+        for label, part, style in position_curves(setup, info, members):
+            poslab_plots.mean_band(ax, part, "position", "loss", label, marker=None, **style)
         poslab_style.reference_line(ax, train_len, f"L = {train_len}", axis="x")
         if factor * train_len < longest:
             poslab_style.reference_line(ax, factor * train_len, f"{factor:g} L", axis="x")
         ax.set_xlabel(f"position inside a {longest}-byte chunk (bins of {width})")
         ax.set_ylabel("test loss (nats/byte)")
-        ax.set_title(f"static scalings at s = {factor:g}"
-                     + (", and the dynamic ones" if len(members) > 1 and factor == factors[0]
-                        else ""), fontsize=9)
+        ax.set_title(position_title(setup, factor, members), fontsize=9)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False, fontsize=7)
     seeds_note(fig, axes, f"zero-shot from {parent}, read at {longest} bytes: where each "
                           "scaling breaks")
@@ -298,17 +372,22 @@ def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_
     return poslab_plots.save(fig, out_dir, name)
 
 
-def position_panel(ax, rows, members, parent, info, width, gated_runs):
-    for v in members:
-        part = rows[(rows["variant"] == v) & rows["run"].isin(gated_runs)]
+def position_curves(setup, info, members):
+    """The curves of one extension_loss_by_position panel, the parent's first: (label, binned
+    rows of the gated runs, style)."""
+    parent, width, rows = setup["parent"], setup["width"], setup["rows"]
+    curves = []
+    for v in [parent] + members:
+        part = rows[(rows["variant"] == v) & rows["run"].isin(setup["gated_runs"])]
         part = part.assign(position=(part["position"] // width) * width + (width - 1) / 2)
         part = part.groupby(["run", "position"], as_index=False)["loss"].mean()
         if v == parent:
             style = {"color": SCALING_COLOURS["none"], "ls": ":"}
         else:
-            style = scaling_style(info, v, members[1:])
+            style = scaling_style(info, v, members)
         label = f"{parent} (no scaling)" if v == parent else scaling_label(info, v)
-        poslab_plots.mean_band(ax, part, "position", "loss", label, marker=None, **style)
+        curves.append((label, part, style))
+    return curves
 
 
 def extension_figures(study_dir, summary, positions, out_dir):

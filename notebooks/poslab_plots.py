@@ -194,23 +194,43 @@ def length_generalization(summary, out_dir, metric="accuracy", name=None):
     return save(fig, out_dir, name or f"length_generalization_{metric}")
 
 
-def randomized_vs_plain(plain, randomized, out_dir, metric="exact_match"):
-    """Ruoss et al.'s comparison: one panel per (task, encoding) of the randomized study, exact
-    match against evaluation length for the plain model and for the randomized one, evaluated
-    with positions sampled as in training and with contiguous positions."""
-    cells = [(task, encoding) for task in dict.fromkeys(randomized["variant"])
-             for encoding in ordered(randomized["encoding.type"])]
-    columns = len(set(e for _, e in cells))
-    fig, axes = panels(cells, width=2.6, height=2.4, columns=columns)
+def plain_beside(study_dir, summary):
+    """The plain study beside a randomized one (results/X beside results/X_randomized), or no
+    rows when it is not there: the randomized curves are then drawn alone."""
+    plain_dir = study_dir.rstrip("/")
+    plain_dir = plain_dir[:-len("_randomized")] if plain_dir.endswith("_randomized") else ""
+    if plain_dir and os.path.exists(os.path.join(plain_dir, "summary.csv")):
+        return load(plain_dir)[0]
+    return summary.iloc[0:0]
+
+
+def randomized_cells(randomized):
+    """The panels of randomized_vs_plain: (task, encoding), tasks in the study's order."""
+    return [(task, encoding) for task in dict.fromkeys(randomized["variant"])
+            for encoding in ordered(randomized["encoding.type"])]
+
+
+def randomized_curves(plain, randomized, task, encoding, metric):
+    """The three curves of one randomized_vs_plain panel: (name, rows, line style)."""
     curves = (("plain", plain, "length", dict(ls="-", marker="o")),
               ("randomized, sampled positions", randomized, "length_sampled",
                dict(ls="--", marker="s")),
               ("randomized, contiguous positions", randomized, "length",
                dict(ls=":", marker="^")))
+    return [(name, frame[(frame["variant"] == task) & (frame["encoding.type"] == encoding)
+                         & (frame["kind"] == kind)].dropna(subset=[metric]), style)
+            for name, frame, kind, style in curves]
+
+
+def randomized_vs_plain(plain, randomized, out_dir, metric="exact_match"):
+    """Ruoss et al.'s comparison: one panel per (task, encoding) of the randomized study, exact
+    match against evaluation length for the plain model and for the randomized one, evaluated
+    with positions sampled as in training and with contiguous positions."""
+    cells = randomized_cells(randomized)
+    columns = len(set(e for _, e in cells))
+    fig, axes = panels(cells, width=2.6, height=2.4, columns=columns)
     for ax, (task, encoding) in zip(axes, cells):
-        for name, frame, kind, style in curves:
-            rows = frame[(frame["variant"] == task) & (frame["encoding.type"] == encoding)
-                         & (frame["kind"] == kind)].dropna(subset=[metric])
+        for name, rows, style in randomized_curves(plain, randomized, task, encoding, metric):
             line = mean_band(ax, rows, "factor", metric, encoding, **style)  # encoding's colour
             if line is not None:
                 line.set_label(name)
@@ -608,14 +628,15 @@ PASSKEY_METRICS = {
 }
 
 
-def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact_match"):
-    """Passkey retrieval (kind "passkey" rows): a heatmap of `metric` over evaluation length
-    (x, as a factor of the training length) and depth of the key line (y, 0 = at the start of
-    the filler), one panel per condition (encoding, variant, ...: whatever varies besides the
-    seed), the mean over the seeds that pass the gate written in every cell."""
+def passkey_layout(summary, metric):
+    """What a passkey heatmap of `metric` shows, or None: the passkey rows, the condition columns
+    (whatever varies besides the seed; the encoding first) and their values per panel, the x
+    column (the factor of the training length, or the length in bytes when the runs were trained
+    at different lengths: a fine-tune at 4L beside its parent at L has one factor, two lengths),
+    the x values and the depths."""
     rows = summary[summary["kind"] == "passkey"].dropna(subset=[metric])
     if rows.empty or "passkey_depth" not in rows:
-        return []
+        return None
     conditions = [c for c in poslab_stats.condition_columns(rows)
                   if c != "study" and rows[c].nunique(dropna=False) > 1]
     if "encoding.type" in conditions:  # encodings in their fixed order, first
@@ -628,20 +649,42 @@ def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact
             keys.sort(key=lambda k: order.get(k[0], len(order)))
     else:
         keys = [()]
-    # x: the factor of the training length, or the length in bytes when the runs were trained
-    # at different lengths (a fine-tune at 4L beside its parent at L: one factor, two lengths).
     in_bytes = (rows["seq_len"] / rows["factor"]).round().nunique() > 1
     x_column = "seq_len" if in_bytes else "factor"
-    factors = sorted(rows[x_column].unique())
-    depths = sorted(rows["passkey_depth"].unique())
+    return {"rows": rows, "conditions": conditions, "keys": keys, "in_bytes": in_bytes,
+            "x_column": x_column, "factors": sorted(rows[x_column].unique()),
+            "depths": sorted(rows["passkey_depth"].unique())}
+
+
+def passkey_panel_rows(layout, key):
+    """The rows of one heatmap panel (its condition values `key`)."""
+    part = layout["rows"]
+    for column, value in zip(layout["conditions"], key):
+        part = part[part[column] == value]
+    return part
+
+
+def passkey_panel_title(layout, key):
+    return ", ".join(poslab_style.label(str(v)) if c == "encoding.type" else f"{v}"
+                     for c, v in zip(layout["conditions"], key))
+
+
+def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact_match"):
+    """Passkey retrieval (kind "passkey" rows): a heatmap of `metric` over evaluation length
+    (x, as a factor of the training length) and depth of the key line (y, 0 = at the start of
+    the filler), one panel per condition (encoding, variant, ...: whatever varies besides the
+    seed), the mean over the seeds that pass the gate written in every cell."""
+    layout = passkey_layout(summary, metric)
+    if layout is None:
+        return []
+    keys, in_bytes, x_column = layout["keys"], layout["in_bytes"], layout["x_column"]
+    factors, depths = layout["factors"], layout["depths"]
     # At least 3.4 inches a panel: the x label must not run into the next panel's.
     fig, axes = panels(keys, width=max(3.4, 0.62 * len(factors) + 2.0),
                        height=0.42 * len(depths) + 1.6)
     image = None
     for ax, key in zip(axes, keys):
-        part = rows
-        for column, value in zip(conditions, key):
-            part = part[part[column] == value]
+        part = passkey_panel_rows(layout, key)
         kept = gated(part)  # a cell whose runs all fail the gate stays empty
         means = kept.groupby(["passkey_depth", x_column])[metric].mean()
         grid = [[means.get((d, f), float("nan")) for f in factors] for d in depths]
@@ -658,10 +701,9 @@ def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact
                       else "evaluation length / training length")
         if ax.get_subplotspec().is_first_col():
             ax.set_ylabel("depth of the key line")
-        title = [poslab_style.label(str(v)) if c == "encoding.type" else f"{v}"
-                 for c, v in zip(conditions, key)]
         seeds = kept[poslab_stats.SEED_COLUMN].nunique() if poslab_stats.SEED_COLUMN in kept else 1
-        ax.set_title(", ".join(title) + (f" ({seeds} seeds)" if seeds > 1 else ""), fontsize=8)
+        ax.set_title(passkey_panel_title(layout, key) + (f" ({seeds} seeds)" if seeds > 1 else ""),
+                     fontsize=8)
         runs = part.drop_duplicates("run") if "run" in part else part
         dropped = int((~poslab_stats.gate_passed(runs)).sum())
         if dropped:
@@ -763,12 +805,7 @@ def standard_figures(study_dir, out_dir=None):
         if "exact_match" in task_runs:
             written += length_generalization(task_runs, out_dir, "exact_match")
     if randomized:  # beside the plain study's runs, if it is there
-        plain_dir = study_dir.rstrip("/")
-        plain_dir = plain_dir[:-len("_randomized")] if plain_dir.endswith("_randomized") else ""
-        plain = summary.iloc[0:0]  # no plain study beside it: the randomized curves alone
-        if plain_dir and os.path.exists(os.path.join(plain_dir, "summary.csv")):
-            plain, _ = load(plain_dir)
-        written += randomized_vs_plain(plain, summary, out_dir)
+        written += randomized_vs_plain(plain_beside(study_dir, summary), summary, out_dir)
     if "variant" in summary and "encoding.clip_k" in summary:
         written += shaw_clip(summary, out_dir)
     elif "variant" in summary and summary["variant"].nunique() >= 2 and "length" not in kinds \

@@ -11,10 +11,9 @@ Every curve is computed twice, over the runs that pass the in-distribution gate 
 show) and over every run; the page switches between them with one check box (the signal
 `include_dropped`), which matters for smoke studies whose tiny runs never pass the gate.
 """
-import os
-
 import pandas as pd
 
+import extension_figures
 import poslab_plots
 import poslab_stats
 import poslab_style
@@ -90,15 +89,23 @@ def all_dropped_note(rows, subtitle):
 
 
 def curve_panel(rows, title, x_title, y_title, x_scale, series_names, references=(),
-                x_format=None, subtitle=""):
+                x_format=None, subtitle="", colours=None, dashes=None, y_domain=None):
     """One panel: a line with points per series and its interval as a band; hover, legend
-    selection, zoom and pan."""
-    colour = {"field": "series", "type": "nominal", "title": None,
-              "scale": colour_scale(series_names), "legend": {"symbolOpacity": 1}}
-    x = {"field": "x", "type": "quantitative", "title": x_title, "scale": dict(x_scale)}
+    selection, zoom and pan. Colours are the encodings' (poslab_style), or `colours`
+    ({series: colour}); `dashes` ({series: [on, off, ...]}) dashes some lines; `y_domain`
+    ([low, high]) puts panels that compare on one scale. On a log x axis the ticks are the x
+    values themselves (1, 2, 4, ...), not Vega's 1, 1.5, 2, 2.5, ..."""
+    scale = colour_scale(series_names) if colours is None else \
+        {"domain": list(colours), "range": list(colours.values())}
+    colour = {"field": "series", "type": "nominal", "title": None, "scale": scale,
+              "legend": {"symbolOpacity": 1, "labelLimit": 320}}
+    x = {"field": "x", "type": "quantitative", "title": x_title, "scale": dict(x_scale),
+         "axis": {}}
     if x_format:
-        x["axis"] = {"format": x_format}
-    y_scale = {"zero": False}
+        x["axis"]["format"] = x_format
+    if x_scale.get("type") in ("log", "symlog"):
+        x["axis"]["values"] = sorted({row["x"] for row in rows if row["x"] is not None})
+    y_scale = {"zero": False} if y_domain is None else {"zero": False, "domain": list(y_domain)}
     tooltip = [{"field": "series", "title": "curve"},
                {"field": "x", "title": x_title, "format": ".4~g"},
                {"field": "mean", "title": y_title + " (mean)", "format": ".4f"},
@@ -124,6 +131,10 @@ def curve_panel(rows, title, x_title, y_title, x_scale, series_names, references
                                     "title": y_title},
                       "color": colour, "opacity": picked, "tooltip": tooltip}},
     ]
+    if dashes:
+        layers[1]["encoding"]["strokeDash"] = {
+            "field": "series", "type": "nominal", "title": None,  # one legend with the colour
+            "scale": {"domain": list(dashes), "range": list(dashes.values())}}
     for value, text, axis in references:
         layers.append({"data": {"values": [{"v": finite(value), "text": text}]},
                        "mark": {"type": "rule", "strokeDash": [3, 3], "color": "#777"},
@@ -343,29 +354,150 @@ def pilot_budget_figure(summary):
             "panels": [panel]}
 
 
+def randomized_figure(plain, randomized, metric="exact_match"):
+    """Ruoss et al.'s comparison (poslab_plots.randomized_vs_plain): a panel per (task,
+    encoding), the plain model and the randomized one read with sampled and with contiguous
+    positions; the encoding's colour, one dash per curve."""
+    dashes = {"plain": [1, 0], "randomized, sampled positions": [6, 3],
+              "randomized, contiguous positions": [1, 3]}
+    panels = []
+    for task, encoding in poslab_plots.randomized_cells(randomized):
+        rows = []
+        for name, frame, _ in poslab_plots.randomized_curves(plain, randomized, task, encoding,
+                                                             metric):
+            rows += mean_rows(frame.assign(curve=name), "factor", metric, "curve")
+        colour = poslab_style.colour(encoding) or DEFAULT_COLOURS[0]
+        panels.append(curve_panel(
+            rows, f"{task}, {poslab_style.label(encoding)}", "evaluation length / training length",
+            metric.replace("_", " "), {"type": "log", "base": 2}, list(dashes),
+            [(1.0, "trained", "x")], x_format="~g", colours={n: colour for n in dashes},
+            dashes=dashes))
+    return {"name": f"randomized_vs_plain_{metric}",
+            "title": "randomized positions against the plain models", "panels": panels}
+
+
+def passkey_figure(summary, metric, name):
+    """A passkey heatmap (poslab_plots.passkey_heatmaps) per condition: the mean of `metric`
+    over seeds in every (length, depth) cell, over the gated runs or every run."""
+    layout = poslab_plots.passkey_layout(summary, metric)
+    if layout is None:
+        return None
+    x_column, in_bytes = layout["x_column"], layout["in_bytes"]
+    x_labels = [f"{f:g}" if in_bytes else f"{f:g}x" for f in layout["factors"]]
+    panels = []
+    for key in layout["keys"]:
+        part = poslab_plots.passkey_panel_rows(layout, key)
+        cells = []
+        for subset, frame in (("gated", poslab_plots.gated(part)), ("all", part)):
+            for (depth, x), group in frame.groupby(["passkey_depth", x_column]):
+                n = group[poslab_stats.SEED_COLUMN].nunique() \
+                    if poslab_stats.SEED_COLUMN in group else len(group)
+                cells.append({"set": subset, "depth": f"{depth:g}",
+                              "x": f"{x:g}" if in_bytes else f"{x:g}x",
+                              "mean": finite(group[metric].mean()), "n": int(n)})
+        text_colour = {"condition": {"test": "datum.mean > 0.6", "value": "black"},
+                       "value": "white"}
+        panels.append({
+            "$schema": SCHEMA, "width": {"step": 44}, "height": {"step": 22},
+            "title": {"text": poslab_plots.passkey_panel_title(layout, key) or metric,
+                      "subtitle": all_dropped_note(cells, dropped_text(part))},
+            "params": [{"name": "include_dropped", "value": False}],
+            "data": {"values": cells}, "transform": [set_filter(cells)],
+            "encoding": {
+                "x": {"field": "x", "type": "ordinal", "sort": x_labels,
+                      "title": "evaluation length (bytes)" if in_bytes
+                      else "evaluation length / training length"},
+                "y": {"field": "depth", "type": "ordinal",
+                      "sort": [f"{d:g}" for d in layout["depths"]],
+                      "title": "depth of the key line"}},
+            "layer": [
+                {"mark": "rect",
+                 "encoding": {"color": {"field": "mean", "type": "quantitative",
+                                        "scale": {"scheme": "viridis", "domain": [0, 1]},
+                                        "title": poslab_plots.PASSKEY_METRICS.get(metric,
+                                                                                   metric)},
+                              "tooltip": [{"field": "x", "title": "length"},
+                                          {"field": "depth", "title": "depth"},
+                                          {"field": "mean", "format": ".3f"},
+                                          {"field": "n", "title": "runs (seeds)"}]}},
+                {"mark": {"type": "text", "fontSize": 9},
+                 "encoding": {"text": {"field": "mean", "format": ".2f"},
+                              "color": text_colour}}]})
+    return {"name": name, "title": poslab_plots.PASSKEY_METRICS.get(metric, metric),
+            "panels": panels}
+
+
+def passkey_figures(summary):
+    """The three passkey heatmaps of poslab_plots.passkey_figures, when there are passkey rows."""
+    if "passkey" not in set(summary["kind"]):
+        return []
+    return [passkey_figure(summary, "exact_match", "passkey_exact_match"),
+            passkey_figure(summary, "passkey_greedy_exact_match", "passkey_greedy_exact_match"),
+            passkey_figure(summary, "accuracy", "passkey_digit_accuracy")]
+
+
+def pilot_conditions_figure(summary):
+    """A bar per condition (poslab_plots.pilot_conditions): validation loss at each run's own
+    training length, with the bigram baseline."""
+    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"])
+    data = [{"condition": f"{v} (segment {int(L)})", "loss": finite(loss)}
+            for v, L, loss in zip(rows["variant"], rows["seq_len"], rows["loss"])]
+    layers = [{"mark": {"type": "bar", "color": poslab_style.colour("rope")},
+               "encoding": {"x": {"field": "condition", "type": "nominal", "sort": None,
+                                  "title": None},
+                            "y": {"field": "loss", "type": "quantitative",
+                                  "title": "validation loss at its training length (nats/byte)"},
+                            "tooltip": [{"field": "condition"},
+                                        {"field": "loss", "format": ".3f"}]}},
+              {"mark": {"type": "text", "dy": -6},
+               "encoding": {"x": {"field": "condition", "type": "nominal", "sort": None},
+                            "y": {"field": "loss", "type": "quantitative"},
+                            "text": {"field": "loss", "format": ".3f"}}}]
+    if "bigram_loss" in rows and rows["bigram_loss"].notna().any():
+        layers.append({"data": {"values": [{"v": finite(rows["bigram_loss"].dropna().iloc[0])}]},
+                       "mark": {"type": "rule", "strokeDash": [3, 3], "color": "#777"},
+                       "encoding": {"y": {"field": "v", "type": "quantitative"},
+                                    "tooltip": [{"field": "v", "title": "bigram"}]}})
+    spec = {"$schema": SCHEMA, "width": {"step": 70}, "height": 220,
+            "title": "pilot: one budget per condition", "data": {"values": data},
+            "layer": layers}
+    return {"name": "pilot_conditions", "title": "pilot: loss per condition", "panels": [spec]}
+
+
 def standard_figures(study_dir):
-    """The figures poslab_plots.standard_figures draws for this study, as Vega-Lite panels.
-    Returns (figures, not_interactive): the second lists the PNG figures with no twin here."""
+    """The figures poslab_plots.standard_figures draws for this study, as Vega-Lite panels, by
+    the same rules (which figure fits which study). Returns (figures, not_interactive): the
+    second lists the PNG figures with no twin here (none today)."""
     summary, positions = poslab_plots.load(study_dir)
     kinds = set(summary["kind"])
     study = str(summary["study"].iloc[0]) if len(summary) else ""
     figures, missing = [], []
+    if kinds <= {"main", "passkey"} and "passkey" in kinds:  # a passkey study: its heatmaps
+        return [f for f in passkey_figures(summary) if f], missing
     if study.startswith("pilot_"):
         if "gate" in kinds:
             figures.append(pilot_gate_figure(summary))
         elif "memory" in kinds:
             lm = summary[~summary["variant"].astype(str).str.startswith("long_range")]
             figures.append(memory_figure(lm, "pilot_memory"))
-        else:
+        elif poslab_plots.is_budget_pilot(summary):
             figures.append(pilot_budget_figure(summary))
+        else:
+            figures.append(pilot_conditions_figure(summary))
+        figures += passkey_figures(summary)
         return [f for f in figures if f], missing
     # As poslab_plots.standard_figures: language-model runs (loss against the input length) and
-    # task runs (accuracy, loss, exact match) apart; randomized positions only beside the plain
-    # study, a figure this page does not have yet.
+    # task runs (accuracy, loss, exact match) apart; randomized positions beside the plain
+    # study; a two-stage study its own figures (report_extension_figures).
     language_model = poslab_plots.language_model_rows(summary)
     lm_runs, task_runs = summary[language_model], summary[~language_model]
     randomized = "length_sampled" in kinds and "variant" in summary
-    if (lm_runs["kind"] == "length").any():
+    two_stage = extension_figures.is_two_stage(summary) and "length" in kinds
+    if two_stage:
+        import report_extension_figures  # here: it imports this module
+        figures += report_extension_figures.extension_figures_interactive(study_dir, summary,
+                                                                          positions)
+    elif (lm_runs["kind"] == "length").any():
         figures.append(length_figure(lm_runs, "loss", "loss_vs_length"))
     if (task_runs["kind"] == "length").any() and not randomized:
         for metric in ("accuracy", "loss", "exact_match"):
@@ -373,10 +505,11 @@ def standard_figures(study_dir):
                 figures.append(length_figure(task_runs, metric,
                                              f"length_generalization_{metric}"))
     if randomized:
-        missing.append("randomized_vs_plain_exact_match (PNG only, in figures/)")
+        figures.append(randomized_figure(poslab_plots.plain_beside(study_dir, summary), summary))
     if "variant" in summary and "encoding.clip_k" in summary:
         figures.append(shaw_clip_figure(summary))
-    elif "variant" in summary and summary["variant"].notna().any() and "length" not in kinds:
+    elif "variant" in summary and summary["variant"].nunique() >= 2 and "length" not in kinds \
+            and poslab_plots.varies_xl_terms(study_dir):
         figures.append(xl_terms_figure(summary))
     if "memory" in kinds:
         figures.append(memory_figure(summary))
@@ -386,8 +519,9 @@ def standard_figures(study_dir):
                                              f"loss_vs_memory_{task}"))
         if positions is not None:
             figures.append(position_figure(positions, "memory", "loss_by_position"))
-    if (lm_runs["kind"] == "length").any() and positions is not None:
+    if (lm_runs["kind"] == "length").any() and positions is not None and not two_stage:
         lm_positions = positions[positions["run"].isin(set(lm_runs["run"]))]
         if (lm_positions["kind"] == "length").any():
             figures.append(position_figure(lm_positions, "length", "loss_by_position_length"))
+    figures += passkey_figures(summary)
     return [f for f in figures if f and f["panels"]], missing

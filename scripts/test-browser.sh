@@ -7,6 +7,8 @@
 #   2. two tiny language models (sinusoidal, ALiBi; 2 steps) and their explorer;
 #   3. a study and a run named <script>alert(1)</script> and "><img src=x onerror=alert(2)>,
 #      and their report and explorer;
+#   4. the reports of three committed studies whose figures are of other kinds: the two-stage
+#      context-extension study, the randomized-positions arm and the passkey pilot (heatmaps);
 # then opens each page from file:// (tests/browser/check_pages.py says what it checks).
 # Screenshots go to build/browser-test/screenshots/. Non-zero if a check fails.
 set -euo pipefail
@@ -54,6 +56,13 @@ cp -r "$work/runs/alibi" "$hostile_run"
 hostile_text="$work/hostile/<script>alert(1)</script>.txt"
 for i in $(seq 1 20); do printf '<script>alert(1)</script> "><img src=x onerror=alert(2)> '; done >"$hostile_text"
 "$poslab" explore "$hostile_run" --texts 0 --text "$hostile_text" --out "$work/hostile-explorer"
+
+# 4. Committed studies with two-stage, randomized and heatmap figures (a second or two each).
+study_reports=()
+for study in context_extension length_generalization_randomized pilots/passkey_check; do
+  "$poslab" report "results/$study" --out "$work/studies/$study/report" >/dev/null
+  study_reports+=(--study-report "$work/studies/$study/report/index.html" "results/$study/summary.csv")
+done
 built=$(date +%s)
 
 /usr/bin/python3 tests/browser/check_pages.py \
@@ -63,6 +72,7 @@ built=$(date +%s)
   --explorer "$work/explorer/index.html" \
   --hostile-report "$work/hostile-report/index.html" \
   --hostile-explorer "$work/hostile-explorer/index.html" \
+  "${study_reports[@]}" \
   --screenshots "$work/screenshots"
 echo "browser test: pages built in $((built - start)) s, checked in $(($(date +%s) - built)) s;" \
      "screenshots in $work/screenshots/"

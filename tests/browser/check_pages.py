@@ -16,6 +16,7 @@ Checks, per page (each failure is printed; exit code 1 if any):
   - escaping (hostile pages, made with a study and run named <script>alert(1)</script> and
     "><img src=x onerror=...>): no alert opened, no <img> or <script> element came from the
     data, and the names show as text.
+--study-report INDEX SUMMARY (repeatable) checks a committed study's report as --report.
 A screenshot of each page is written to --screenshots (report.png, explorer.png, ...).
 """
 import argparse
@@ -172,7 +173,8 @@ def check_report(driver, index, summary, screenshots, name="report", partial=Fal
         .filter(v => v !== null);""")
     check(values == sorted(values), f"{name}: a click on the loss column sorts the runs")
     box = driver.find_element(By.ID, "run-filter")
-    first = cells[0][0]
+    ids = [run for run, _, _ in cells]
+    first = min(ids, key=lambda r: sum(r in other for other in ids))  # no prefix of another
     box.send_keys(first)
     shown = driver.execute_script("return [...document.querySelectorAll('#run-table tbody tr')]"
                                   ".map(tr => tr.dataset.run)")
@@ -254,6 +256,11 @@ def main(argv):
     parser.add_argument("--explorer")
     parser.add_argument("--hostile-report")
     parser.add_argument("--hostile-explorer")
+    parser.add_argument("--study-report", nargs=2, action="append", default=[],
+                        metavar=("INDEX", "SUMMARY"),
+                        help="a committed study's report and its summary.csv (repeatable): "
+                             "checked as --report; its figures are the study's own kinds "
+                             "(two-stage, randomized, passkey heatmaps)")
     parser.add_argument("--screenshots", required=True)
     args = parser.parse_args(argv[1:])
     os.makedirs(args.screenshots, exist_ok=True)
@@ -262,6 +269,9 @@ def main(argv):
         try:
             if args.report:
                 check_report(driver, args.report, args.summary, args.screenshots)
+            for index, summary in args.study_report:
+                name = os.path.basename(os.path.dirname(os.path.dirname(os.path.abspath(index))))
+                check_report(driver, index, summary, args.screenshots, f"report_{name}")
             if args.partial_report:
                 check_report(driver, args.partial_report, args.partial_summary,
                              args.screenshots, "partial_report", partial=True)

@@ -8,6 +8,10 @@ folder's figures/ (a figure that is missing, or one more, fails). The figure lin
 
 A results folder whose standard figures are deliberately not committed is listed in
 NOT_COMMITTED with the reason; for it only a clean `poslab plot` is checked.
+
+It also checks that `poslab report` has an interactive twin of every figure: for every study
+folder, the figures of notebooks/report_figures.standard_figures must have the names of the
+figures `poslab plot` drew there (without .png), none missing and none more.
 """
 import os
 import shutil
@@ -17,6 +21,7 @@ import tempfile
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RESULTS = os.path.join(REPO, "results")
+sys.path.insert(0, os.path.join(REPO, "notebooks"))
 
 # Folders whose standard figures were left out on purpose (see their commits).
 NOT_COMMITTED = {
@@ -50,6 +55,26 @@ def figure_names(folder):
     return set(os.listdir(path)) if os.path.isdir(path) else set()
 
 
+def report_problems(rel, copy, made):
+    """The report's interactive figures of the study in `copy` against the PNGs `poslab plot`
+    drew there."""
+    if not os.path.exists(os.path.join(copy, "summary.csv")):  # results/bench: no report
+        return []
+    import report_figures  # needs pandas and the notebooks' modules, as poslab plot does
+    figures, not_interactive = report_figures.standard_figures(copy)
+    interactive = {f["name"] for f in figures}
+    drawn = {name[:-len(".png")] for name in made if name.endswith(".png")}
+    problems = []
+    if drawn - interactive:
+        problems.append(f"{rel}: no interactive twin in the report: {sorted(drawn - interactive)}")
+    if interactive - drawn:
+        problems.append(f"{rel}: in the report but not drawn by poslab plot: "
+                        f"{sorted(interactive - drawn)}")
+    if not_interactive:
+        problems.append(f"{rel}: the report says not interactive: {not_interactive}")
+    return problems
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__)
@@ -74,6 +99,7 @@ def main(argv):
             return 1
         for rel, copy in zip(folders, copies):
             made, committed = figure_names(copy), figure_names(os.path.join(RESULTS, rel))
+            problems += report_problems(rel, copy, made)
             if rel in NOT_COMMITTED:
                 if committed:
                     problems.append(f"{rel}: listed in NOT_COMMITTED but has committed figures")

@@ -1,0 +1,124 @@
+"""The figures of a two-stage context-extension study (notebooks/extension_figures.py) as
+interactive Vega-Lite panels, for `poslab report` (notebooks/report.py).
+
+Each panel shows the same curves as its PNG twin: extension_figures computes which rows go into
+which curve, with which colour and line style (length_curves, budget_curves, scale_panel_curves,
+position_curves), and both the PNG and this page draw from that one selection. Here every point
+carries its mean, 95% t interval and number of seeds for the hover, a click on a legend entry
+shows one curve alone, and dragging or the wheel pans and zooms (report_figures.curve_panel).
+
+    extension_loss_vs_length    loss against the evaluation length in bytes; from scratch,
+                                zero-shot, fine-tuned
+    extension_budget            loss at the fine-tuning length against fine-tuning steps
+    extension_scale             zero-shot loss at s x L and at L against the factor s
+    extension_loss_by_position  zero-shot loss by position at the longest length read
+"""
+import pandas as pd
+
+import extension_figures
+import poslab_stats
+import poslab_style
+import report_figures
+
+GREY = "#7f7f7f"
+# matplotlib's line styles as Vega-Lite stroke dashes (on, off pixels).
+DASHES = {"-": [1, 0], "--": [6, 3], ":": [1, 3], "-.": [6, 3, 1, 3]}
+
+
+def curves_panel(curves, x, title, x_title, y_title, x_scale, references=(), subtitle="",
+                 x_format=None, y_domain=None):
+    """One panel of the curves [(label, rows, style)] that extension_figures draws: the mean of
+    the loss over seeds at each x, with its interval, in the curve's colour and dash."""
+    rows, colours, dashes = [], {}, {}
+    for label, frame, style in curves:
+        shown = poslab_style.label(label)
+        rows += report_figures.mean_rows(frame.assign(curve=label), x, "loss", "curve")
+        colours[shown] = style.get("color") or poslab_style.colour(label) or GREY
+        dashes[shown] = DASHES.get(style.get("ls", "-"), DASHES["-"])
+    return report_figures.curve_panel(rows, title, x_title, y_title, x_scale, list(colours),
+                                      references, x_format=x_format, subtitle=subtitle,
+                                      colours=colours, dashes=dashes, y_domain=y_domain)
+
+
+def loss_vs_length_figure(summary, info):
+    groups, parent = extension_figures.length_panels(summary, info)
+    if not groups:
+        return None
+    curves = [extension_figures.length_curves(summary, info, members, parent, from_scratch)
+              for _, members, from_scratch in groups]
+    losses = pd.concat([rows["loss"] for panel in curves for _, rows, _ in panel])
+    y_domain = [float(losses.min()) - 0.1, float(losses.max()) + 0.1]  # one scale: they compare
+    panels = []
+    for (title, members, _), panel_curves in zip(groups, curves):
+        trained = sorted(set(info.loc[members, "seq_len"]))
+        panels.append(curves_panel(
+            panel_curves, "seq_len", title, "evaluation length (bytes)", "loss (nats per byte)",
+            {"type": "log", "base": 2}, [(t, f"trained {t}", "x") for t in trained],
+            report_figures.dropped_text(summary[summary["variant"].isin(members)]), "d",
+            y_domain))
+    return {"name": "extension_loss_vs_length", "title": "loss against the evaluation length",
+            "panels": panels}
+
+
+def budget_figure(summary, info):
+    setup = extension_figures.budget_setup(summary, info)
+    if setup is None:
+        return None
+    at_len, parent, points = setup
+    references = []
+    for bound, kept in extension_figures.budget_bounds(summary, info, parent, at_len):
+        mean, low, high, n = poslab_stats.t_interval(kept["loss"])
+        interval = f", 95% interval [{low:.3f}, {high:.3f}]" if n > 1 else ""
+        references.append((mean, f"{bound}: trained at {at_len} from scratch{interval}", "y"))
+    steps = [s for s in points["steps"].unique() if s > 0]
+    panel = curves_panel(extension_figures.budget_curves(points), "steps",
+                         f"from {parent}: how many steps each scaling needs",
+                         f"fine-tuning steps at {at_len} (0: zero-shot, same scaling)",
+                         f"test loss at {at_len} bytes (nats/byte)",
+                         {"type": "symlog", "constant": int(max(1, min(steps)))}, references,
+                         report_figures.dropped_text(points), "d")
+    return {"name": "extension_budget", "title": "loss against the fine-tuning budget",
+            "panels": [panel]}
+
+
+def scale_figure(summary, info):
+    setup = extension_figures.scale_setup(info)
+    if setup is None:
+        return None
+    zero, parent, train_len = setup
+    dropped = report_figures.dropped_text(summary[summary["variant"].isin(set(zero.index))])
+    panels = [curves_panel(
+        extension_figures.scale_panel_curves(summary, zero, parent, train_len, where), "s",
+        extension_figures.scale_title(where, train_len), "scaling factor s",
+        "test loss (nats/byte)", {"type": "log", "base": 2}, subtitle=dropped, x_format="~g")
+        for where in ("target", "original")]
+    return {"name": "extension_scale", "title": "zero-shot loss against the scaling factor",
+            "panels": panels}
+
+
+def position_figure(summary, positions, info):
+    setup = extension_figures.position_setup(summary, positions, info)
+    if setup is None:
+        return None
+    train_len, longest, width = setup["train_len"], setup["longest"], setup["width"]
+    panels = []
+    for factor, members in setup["groups"]:
+        references = [(train_len, f"L = {train_len}", "x")]
+        if factor * train_len < longest:
+            references.append((factor * train_len, f"{factor:g} L", "x"))
+        panels.append(curves_panel(
+            extension_figures.position_curves(setup, info, members), "position",
+            extension_figures.position_title(setup, factor, members),
+            f"position inside a {longest}-byte chunk (bins of {width})", "test loss (nats/byte)",
+            {"type": "linear"}, references, "gated runs only"))
+    return {"name": "extension_loss_by_position",
+            "title": f"zero-shot from {setup['parent']}, read at {longest} bytes: where each "
+                     "scaling breaks", "panels": panels}
+
+
+def extension_figures_interactive(study_dir, summary, positions):
+    """Every figure of a two-stage study, as extension_figures.extension_figures draws them."""
+    info = extension_figures.variant_table(study_dir)
+    figures = [loss_vs_length_figure(summary, info), budget_figure(summary, info),
+               scale_figure(summary, info), position_figure(summary, positions, info)]
+    return [f for f in figures if f]
