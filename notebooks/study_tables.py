@@ -27,6 +27,16 @@ def table(frame, index, columns, value, prefix=""):
     return "\n".join(lines)
 
 
+def by_task(s):
+    """(task, rows) per task: the task.name column when the study sweeps it, else the variant
+    (length_generalization names each variant after its task), else one group (a language-model
+    study such as state_reuse, whose summary has no task column)."""
+    column = next((c for c in ("task.name", "variant") if c in s), None)
+    if column is None:
+        return [("lm", s)]
+    return [(task, s[s[column] == task]) for task in dict.fromkeys(s[column])]
+
+
 def main(study_dir):
     s = pd.read_csv(os.path.join(study_dir, "summary.csv"))
     name = os.path.basename(os.path.normpath(study_dir))
@@ -39,17 +49,21 @@ def main(study_dir):
         print("validation loss (nats/byte) by variant and evaluation memory length\n")
         print(table(m, "variant", "mem_len", "loss", "memory "))
     elif name.startswith("state_reuse"):
-        for task in dict.fromkeys(s["task.name"]):
-            for trained in sorted(s["memory.mem_len"].unique()):
-                m = s[(s["kind"] == "memory") & (s["task.name"] == task) &
-                      (s["memory.mem_len"] == trained)]
-                print(f"\n{task}, trained with memory {trained}: loss by evaluation memory\n")
-                print(table(m, "encoding.type", "mem_len", "loss", "memory "))
+        for task, rows in by_task(s):
+            trained_column = "memory.mem_len" if "memory.mem_len" in rows else "mem_len"
+            for trained in sorted(rows[rows["kind"] == "main"][trained_column].unique()):
+                m = rows[(rows["kind"] == "memory")
+                         & (rows["run"].isin(rows[(rows["kind"] == "main")
+                                                  & (rows[trained_column] == trained)]["run"]))]
+                print(f"\n{task}, trained with memory {trained:g}: loss by evaluation memory\n")
+                print(table(m, "encoding.type" if "encoding.type" in m else "variant",
+                            "mem_len", "loss", "memory "))
     elif name.startswith("length_generalization"):
-        for task in dict.fromkeys(s["task.name"]):
-            m = s[(s["kind"] == "length") & (s["task.name"] == task)]
-            print(f"\n{task}: exact match by evaluation length / training length\n")
-            print(table(m, "encoding.type", "factor", "exact_match", "x"))
+        for kind in ("length", "length_sampled"):  # the randomized arm reads both ways
+            for task, rows in by_task(s[s["kind"] == kind]):
+                how = " (positions sampled as in training)" if kind == "length_sampled" else ""
+                print(f"\n{task}: exact match by evaluation length / training length{how}\n")
+                print(table(rows, "encoding.type", "factor", "exact_match", "x"))
     elif not (s["kind"] == "passkey").any():
         print(s.groupby([c for c in s.columns if c == "kind"])["loss"].describe())
     passkey_tables(s)
