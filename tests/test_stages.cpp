@@ -131,6 +131,23 @@ TEST_CASE("a variant with from starts from its parent variant's run at the same 
   }
 }
 
+TEST_CASE("--smoke keeps a zero-shot variant (train.steps = 0) at zero steps", "[stages]") {
+  // [smoke] shrinks every run to 2 steps; a variant that only reads its parent must stay a read:
+  // 2 steps of training would make it a (tiny) fine-tune, and the smoke study would test the
+  // wrong thing.
+  const std::string text = std::string(kStages) +
+                           "[[variant]]\nname = \"zero_shot\"\nfrom = \"short\"\n"
+                           "set = { \"train.steps\" = 0 }\n[smoke]\n\"train.steps\" = 2\n";
+  const poslab::Study study = poslab::parse_study(text, "stages.toml");
+  for (bool smoke : {false, true}) {
+    for (const poslab::PlannedRun& run : poslab::expand_study(study, smoke)) {
+      INFO(run.id << (smoke ? " with --smoke" : ""));
+      if (run.variant == "zero_shot") CHECK(run.config.train.steps == 0);
+      else CHECK(run.config.train.steps == (smoke ? 2 : poslab::TrainConfig{}.steps));
+    }
+  }
+}
+
 TEST_CASE("stage mistakes are found at load time, with file and line", "[stages]") {
   const std::string head = "[study]\nname = \"x\"\n[[variant]]\nname = \"base32\"\n";
   SECTION("a parent that is not a variant, with a did-you-mean") {

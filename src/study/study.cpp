@@ -654,9 +654,14 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
       with_smoke.insert(with_smoke.end(), smoke_settings.begin(), smoke_settings.end());
       // --set of `poslab run` comes last: the one word a user gives on the command line wins.
       applied.insert(applied.end(), command_line_settings.begin(), command_line_settings.end());
+      const Config plain = resolve_run(study, applied, run.id);
+      // A run of no steps (a zero-shot read of its parent, train.steps = 0) stays one in the
+      // smoke version: [smoke]'s train.steps shrinks training, it must not start some.
+      if (plain.train.steps == 0 && !smoke_settings.empty())
+        with_smoke.push_back({"train.steps=0", 0,
+                              "kept at 0 under [smoke]: run '" + run.id + "' trains no step"});
       with_smoke.insert(with_smoke.end(), command_line_settings.begin(),
                         command_line_settings.end());
-      const Config plain = resolve_run(study, applied, run.id);
       const Config smoked = resolve_run(study, with_smoke, run.id);
       run.config = smoke ? smoked : plain;
       for (const AppliedSetting& a : smoke ? with_smoke : applied) {
