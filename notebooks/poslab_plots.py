@@ -77,9 +77,12 @@ def mean_band(ax, frame, x, y, label, **style):
     stats = pd.DataFrame(stats, columns=[x, "mean", "low", "high", "n"]).sort_values(x)
     name = str(label)
     style.setdefault("color", poslab_style.colour(name))
+    from_cycle = style["color"] is None  # no encoding colour: matplotlib's next one
     style.setdefault("marker", "o")
     style.setdefault("markersize", 3.5)
     line, = ax.plot(stats[x], stats["mean"], lw=1.4, label=poslab_style.label(name), **style)
+    if from_cycle:
+        distinct_colour(ax, line)
     line.poslab_n = (int(stats["n"].min()), int(stats["n"].max()))  # seeds: the legend says n
     if (stats["n"] > 1).any():
         low, high = stats["low"].fillna(stats["mean"]), stats["high"].fillna(stats["mean"])
@@ -89,6 +92,21 @@ def mean_band(ax, frame, x, y, label, **style):
             low = low.clip(lower=0)
         ax.fill_between(stats[x], low, high, alpha=0.12, lw=0, color=line.get_color())
     return line
+
+
+def distinct_colour(ax, line):
+    """A curve coloured from matplotlib's cycle may land on a colour an encoding's curve in the
+    same panel already has (a variant 'vanilla_m0' on Shaw's blue): then it takes the first
+    colour of the cycle that no other curve there uses. Panels without such a clash keep their
+    colours."""
+    others = {matplotlib.colors.to_hex(other.get_color()) for other in ax.get_lines()
+              if other is not line and not str(other.get_label()).startswith("_")}
+    if matplotlib.colors.to_hex(line.get_color()) not in others:
+        return
+    cycle = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", [])
+    free = [c for c in cycle if matplotlib.colors.to_hex(c) not in others]
+    if free:
+        line.set_color(free[0])
 
 
 def dropped_note(ax, frame):

@@ -29,9 +29,6 @@ NOT_COMMITTED = {
     # not a column), with one unigram line for both; its result is the headline row of the LM
     # claims table.
     "settle_press_headline": "figures not committed: two corpora share one panel",
-    # Settling run 5 (issue 27): its variant names (shaw_m32, vanilla_m0) get the same default
-    # colour; its result is the RECL rows of the state-reuse claims table.
-    "settle_recl_capped": "figures not committed: two variants share a colour",
     # 0292872: the one memory panel mixes the language-model and long_range losses.
     "state_reuse_conditions": "figures not committed: one memory panel mixes LM and task losses",
     # 589029a: two runs of a pilot, reported as numbers in docs/06.
