@@ -286,6 +286,13 @@ TEST_CASE("a corpus that is not there is found when the study is loaded, with ke
     CHECK_THAT(inputs_error(head + "[base.data]\npath = \"/dev/null\"\n"),
                Contains("is neither a file nor a directory"));
   }
+  SECTION("a directory whose files the include patterns all leave out: the patterns' line") {
+    const std::string e = inputs_error(head + "[base.data]\npath = \"" +
+                                       scratch.path.string() + "\"\ninclude = [\"*.h\"]\n");
+    CHECK_THAT(e, Contains("exp/study.toml:5: in [base]: ") &&
+                      Contains("no file matches the patterns (include [\"*.h\"]") &&
+                      Contains("data.path set at exp/study.toml:4") && Contains("run 'base'"));
+  }
   SECTION("a generated task reads no corpus") {
     CHECK(inputs_error(head + "[base.data]\npath = \"" + missing + "\"\n[base.task]\n" +
                        "name = \"copy\"\n")

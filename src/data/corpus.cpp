@@ -89,10 +89,11 @@ std::vector<std::pair<std::string, fs::path>> list_files(const fs::path& dir,
   return files;
 }
 
-// The documents of a directory (read_documents in corpus.hpp).
-std::vector<Document> read_directory(const fs::path& dir, const CorpusFilter& filter,
-                                     const std::string& prefix) {
-  const auto files = list_files(dir, filter, prefix);
+// The files of a directory that read_directory reads; throws when the filter keeps none.
+std::vector<std::pair<std::string, fs::path>> listed_documents(const fs::path& dir,
+                                                               const CorpusFilter& filter,
+                                                               const std::string& prefix) {
+  auto files = list_files(dir, filter, prefix);
   const std::string patterns =
       "include " + list_text(filter.include) + ", exclude " + list_text(filter.exclude);
   if (files.empty()) {
@@ -104,6 +105,13 @@ std::vector<Document> read_directory(const fs::path& dir, const CorpusFilter& fi
                              "; globs are matched against the path relative to the directory, "
                              "and * also matches '/')");
   }
+  return files;
+}
+
+// The documents of a directory (read_documents in corpus.hpp).
+std::vector<Document> read_directory(const fs::path& dir, const CorpusFilter& filter,
+                                     const std::string& prefix) {
+  const auto files = listed_documents(dir, filter, prefix);
 
   std::vector<Document> documents;
   int text_files = 0;
@@ -194,6 +202,12 @@ std::vector<Document> read_documents(const std::string& path, const CorpusFilter
   std::vector<std::uint8_t> bytes = read_file_bytes(where, prefix);
   if (bytes.empty()) throw std::runtime_error(prefix + "corpus is empty (0 bytes)");
   return {Document{where.filename().string(), std::move(bytes)}};
+}
+
+void check_corpus_lists_files(const std::string& path, const CorpusFilter& filter) {
+  std::error_code ec;
+  if (fs::is_directory(fs::path(path), ec))
+    listed_documents(fs::path(path), filter, corpus_prefix(path));
 }
 
 std::vector<std::uint8_t> read_corpus(const std::string& path) {

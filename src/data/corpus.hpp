@@ -80,6 +80,12 @@ struct CorpusFilter {
 // unreadable or binary (the message names the file).
 std::vector<Document> read_documents(const std::string& path, const CorpusFilter& filter = {});
 
+// Does a directory corpus keep any file, before reading one? Lists (never reads) the files
+// read_documents(path, filter) would read, and throws its error when the filter keeps none: the
+// check a study runs when it is loaded. A file path, or a path that is not there, passes (other
+// checks name those).
+void check_corpus_lists_files(const std::string& path, const CorpusFilter& filter);
+
 // The documents of read_documents(path) back to back, no separator: the corpus as one byte
 // vector, as "position" mode sees it.
 std::vector<std::uint8_t> read_corpus(const std::string& path);

@@ -31,6 +31,7 @@
 
 #include "config/load.hpp"
 #include "config/toml_text.hpp"
+#include "data/corpus.hpp"
 #include "train/registered_choices.hpp"
 
 namespace poslab {
@@ -701,6 +702,25 @@ void check_run_inputs(const Study& study, const PlannedRun& run) {
     if (::access(path.c_str(), R_OK | X_OK) != 0) problem = "is a directory this user cannot read";
   } else if (!fs::is_regular_file(status)) problem = "is neither a file nor a directory";
   else if (::access(path.c_str(), R_OK) != 0) problem = "is a file this user cannot read";
+  if (problem.empty() && fs::is_directory(status)) {
+    // A directory whose files data.include / data.exclude all leave out: listed, not read.
+    try {
+      check_corpus_lists_files(path, CorpusFilter{run.config.data.include,
+                                                  run.config.data.exclude});
+    } catch (const std::runtime_error& e) {
+      const std::string patterns_key =
+          run.config.data.include.empty() ? "data.exclude" : "data.include";
+      std::string patterns_where = where;
+      if (const auto set = run.set_where.find(patterns_key); set != run.set_where.end())
+        patterns_where = set->second;
+      else if (const auto base = study.base_key_lines.find(patterns_key);
+               base != study.base_key_lines.end())
+        patterns_where = at_line(study.source, base->second) + ": in [base]";
+      fail(patterns_where, std::string(e.what()) + " (the corpus of run '" + run.id +
+                               "', data.path set at " + where +
+                               "; checked before any run starts, nothing was written)");
+    }
+  }
   if (problem.empty()) return;
   fail(where, key + " = " + toml_string(path) + ": " + problem + " (the corpus of run '" +
                   run.id + "'; checked before any run starts, nothing was written)");
