@@ -104,13 +104,23 @@ const std::vector<EdgeSet> kEdgeOptionSets = {
               {"fraction", 0.5}, {"attention_factor", 2.0}, {"base", 100.0}}},
     {"rope", {{"scaling", std::string("llama3")}, {"factor", 8.0},
               {"original_len", std::int64_t(16)}, {"base", 100.0}}},
+    // YaRN's ramp and Llama 3's band moved off their defaults, where the kit's two pairs feel
+    // them (`poslab encodings --describe rope` with d_model 8, 2 heads): the ramp puts pair 1
+    // half-way (0.5; 1 with the default betas), the band pair 0 at 0.48 (0.91 by default).
+    {"rope", {{"scaling", std::string("yarn")}, {"factor", 4.0}, {"original_len", std::int64_t(8)},
+              {"beta_fast", 0.5}, {"beta_slow", 0.01}}},
+    {"rope", {{"scaling", std::string("llama3")}, {"factor", 8.0},
+              {"original_len", std::int64_t(16)}, {"base", 100.0}, {"low_freq_factor", 2.0},
+              {"high_freq_factor", 8.0}}},
     // xPos: a strong decay within the kit's few positions (zeta_0 = 0.2 / 1.2, B = 2), and an
     // extreme one (gamma 0.01: zeta_0 = 0.0099, B = 1), where only the centring of the scales
     // (xpos.cpp) keeps q and k finite and the gradients checkable.
     {"xpos", {{"scale_base", 2.0}, {"gamma", 0.2}}},
     {"xpos", {{"scale_base", 1.0}, {"gamma", 0.01}, {"base", 10.0}}},
     {"kerple", {{"shared", true}, {"r2_init", 0.01}}},
+    {"kerple", {{"r1_init", 0.5}}},
     {"fire", {{"threshold_init", 2.0}}, false},  // queries beyond L_thr: not relative there
+    {"fire", {{"hidden", std::int64_t(3)}, {"c_init", 2.0}}},
     {"fire", {{"threshold_init", 2.0}, {"shared", true}, {"learn_threshold", false}}, false},
     {"deberta", {{"k", std::int64_t(2)}}},
     {"deberta", {{"k", std::int64_t(1)}, {"p2c", false}}},
@@ -447,6 +457,43 @@ TEST_CASE("a failing gradient check names the parameter and its coordinates", "[
   CHECK(locate(arena, 5) == "layer0.attn.W_q[1, 2] of shape [2, 3]");
   CHECK(locate(arena, 6 + 2 * 2 + 1) == "t5.bias[2, 1] of shape [4, 2]");
   CHECK(locate(arena, 14) == "index 14 (outside every parameter)");
+}
+
+// Options the kit leaves at their default on purpose, with the reason. Any other option of a
+// registered encoding that no boolean flip and no edge set (kEdgeOptionSets) moves away from its
+// default is never exercised by the kit, and the test below names it: a wrong formula behind
+// such an option would pass every conformance test.
+const std::vector<std::pair<std::string, std::string>> kOptionsLeftAtDefault = {
+    {"init_std", "kit_encoding sets it to 0.3 for every encoding that has it"},
+    {"max_len", "kit_encoding sets it to 32 (learned's table), just above the kit's positions"},
+    {"naive", "test 3 runs both paths of every encoding that has it"},
+};
+
+TEST_CASE("the kit moves every option of every registered encoding away from its default",
+          "[conformance]") {
+  std::vector<std::string> never;
+  for (const auto& info : registered_encodings()) {
+    for (const auto& spec : info.options) {
+      const bool exempt = std::any_of(kOptionsLeftAtDefault.begin(), kOptionsLeftAtDefault.end(),
+                                      [&](const auto& e) { return e.first == spec.key; });
+      if (exempt || std::holds_alternative<bool>(spec.default_value)) continue;  // flipped
+      const bool moved = std::any_of(kEdgeOptionSets.begin(), kEdgeOptionSets.end(),
+                                     [&](const EdgeSet& edge) {
+        return edge.encoding == info.name &&
+               std::any_of(edge.values.begin(), edge.values.end(), [&](const auto& kv) {
+                 return kv.first == spec.key && kv.second != spec.default_value;
+               });
+      });
+      if (!moved) never.push_back(info.name + "." + spec.key);
+    }
+  }
+  std::string list;
+  for (const std::string& n : never) list += (list.empty() ? "" : ", ") + n;
+  INFO("options no edge set of kEdgeOptionSets (tests/test_conformance.cpp) sets away from "
+       "their default, so the kit never exercises them: " << list
+       << ". Add an edge set with a value that makes a difference at the kit's size (d_h 4, at "
+          "most 8 keys), or list the option in kOptionsLeftAtDefault with the reason.");
+  CHECK(never.empty());
 }
 
 TEST_CASE("POSLAB_KIT chooses the encodings the kit runs, by registry name", "[conformance]") {
