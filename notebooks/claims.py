@@ -1108,6 +1108,33 @@ def ce_context_matched(by_position, summary, variant, factor, train_len=CE_TRAIN
     return matched_growth(rows, factor, train_len)
 
 
+def zero_shot_settle_loss(settle, variant, length):
+    """Settling run 6 (experiments/settle/zero_shot_gate.protocol.md): the test loss of `variant`
+    at `length` bytes per seed, under its amended gate: a run that trains counts if it passes
+    the gate, a zero-shot read if its parent (rope64 of the same seed) does."""
+    main = settle[settle["kind"] == "main"].drop_duplicates("run")
+    passed = set(main[(main["variant"] == "rope64")
+                      & poslab_stats.gate_passed(main)]["train.seed"])
+    rows = settle[(settle["variant"] == variant) & settle["kind"].isin(["length", "main"])
+                  & (settle["seq_len"] == length) & settle["train.seed"].isin(passed)]
+    return rows.drop_duplicates("train.seed").set_index("train.seed")["loss"]
+
+
+def zero_shot_settle_line(settle):
+    """Which runs settling run 6 has and which its amended gate dropped, and each zero-shot
+    read's loss at L (what the study's gate judged)."""
+    main = settle[settle["kind"] == "main"].drop_duplicates("run")
+    parents = main[main["variant"] == "rope64"]
+    dropped = parents[~poslab_stats.gate_passed(parents)]
+    at_l = "; ".join(
+        f"{v} {fmt(*poslab_stats.t_interval(zero_shot_settle_loss(settle, v, CE_TRAIN_LEN)))}"
+        for v in ("zs_linear_s4", "zs_ntk_s4", "zs_yarn_s4"))
+    return (f"settling run 6: {len(main)} runs, seeds "
+            f"{', '.join(str(int(x)) for x in sorted(main['train.seed'].unique()))}, the amended "
+            f"gate dropped {len(dropped)} rope64 runs (and their reads); loss at L of each "
+            f"zero-shot read: {at_l} (bigram {main['bigram_loss'].iloc[0]:.3f})")
+
+
 def context_extension(study_dir, record=None):
     """The claims of experiments/context_extension.protocol.md, rules 1 to 12. Lengths in bytes
     (L = 64: 2x = 128, 4x = 256, 16x = 1,024); loss in nats per byte on the test split; every
@@ -1200,6 +1227,21 @@ def context_extension(study_dir, record=None):
             "perplexity of LLaMA without fine-tuning (a blog post's plot)",
             f"zs_ntk_s4 minus zs_linear_s4, loss at {multiple}x", ntk_vs_pi(True),
             "interval below 0", BELOW_ZERO, ungated(ntk_vs_pi))
+    # 5 and 7 again, settling run 6: fresh seeds, a zero-shot read gated by its parent's gate.
+    settle = read_sibling(study_dir, "settle_zero_shot_gate", family="context_extension")
+
+    def settle_loss(variant, multiple):
+        return zero_shot_settle_loss(settle, variant, int(multiple * L))
+    settle_source = ("settling run 6: fresh seeds, a zero-shot read counts when its parent "
+                     "passed the gate")
+    if settle is not None:
+        for multiple in (4, 2):
+            row(f"5. NTK-aware scaling beats PI without fine-tuning (s = 4, at {multiple}x; "
+                f"{settle_source})", BLOC97,
+                "perplexity of LLaMA without fine-tuning (a blog post's plot)",
+                f"zs_ntk_s4 minus zs_linear_s4, loss at {multiple}x",
+                paired(settle_loss("zs_ntk_s4", multiple), settle_loss("zs_linear_s4", multiple)),
+                "interval below 0", BELOW_ZERO)
     # 6. Dynamic scaling avoids the blow-up beyond s x L.
     row("6. dynamic scaling avoids the blow-up beyond s x L", PENG,
         "perplexity without fine-tuning beyond the scaled window",
@@ -1219,6 +1261,13 @@ def context_extension(study_dir, record=None):
         "perplexity at the extended window",
         "zs_yarn_s4 minus the better of zs_linear_s4 and zs_ntk_s4 (per seed), loss at 4x",
         yarn_vs_best(True), "interval below 0", BELOW_ZERO, ungated(yarn_vs_best))
+    if settle is not None:
+        row(f"7. YaRN beats PI and NTK without fine-tuning (s = 4; {settle_source})", PENG,
+            "perplexity at the extended window",
+            "zs_yarn_s4 minus the better of zs_linear_s4 and zs_ntk_s4 (per seed), loss at 4x",
+            paired(settle_loss("zs_yarn_s4", 4), best_of(settle_loss("zs_linear_s4", 4),
+                                                         settle_loss("zs_ntk_s4", 4))),
+            "interval below 0", BELOW_ZERO)
     row(f"8. YaRN beats PI and NTK after fine-tuning ({CE_BUDGET} steps)", PENG,
         "perplexity at the extended window after fine-tuning",
         f"ft_yarn_{CE_BUDGET} minus the better of ft_linear_{CE_BUDGET} and ft_ntk_{CE_BUDGET}, "
@@ -1265,6 +1314,9 @@ def context_extension(study_dir, record=None):
         "xpos64 minus rope64, loss at 4x", paired(loss("xpos64", 4), loss("rope64", 4)),
         "interval below 0", BELOW_ZERO,
         f"; at 1x: {fmt(*paired(loss('xpos64', 1), loss('rope64', 1)))}")
+    if settle is not None:
+        lines.append(f"\nRows marked settling run 6: results/settle_zero_shot_gate, "
+                     f"{zero_shot_settle_line(settle)}.")
     return "\n".join(lines)
 
 

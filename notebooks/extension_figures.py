@@ -341,10 +341,9 @@ def position_setup(summary, positions, info):
             "gated_runs": set(poslab_plots.gated(summary)["run"])}
 
 
-def position_title(setup, factor, members):
-    return (f"static scalings at s = {factor:g}"
-            + (", and the dynamic ones" if len(members) > 1 and factor == setup["factors"][0]
-               else ""))
+def position_title(setup, factor, members, info):
+    dynamic = any(str(info.loc[v, "scaling"]).startswith("dynamic") for v in members)
+    return f"static scalings at s = {factor:g}" + (", and the dynamic ones" if dynamic else "")
 
 
 def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_position"):
@@ -364,7 +363,7 @@ def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_
             poslab_style.reference_line(ax, factor * train_len, f"{factor:g} L", axis="x")
         ax.set_xlabel(f"position inside a {longest}-byte chunk (bins of {width})")
         ax.set_ylabel("test loss (nats/byte)")
-        ax.set_title(position_title(setup, factor, members), fontsize=9)
+        ax.set_title(position_title(setup, factor, members, info), fontsize=9)
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False, fontsize=7)
     seeds_note(fig, axes, f"zero-shot from {parent}, read at {longest} bytes: where each "
                           "scaling breaks")

@@ -108,7 +108,7 @@ def position_figure(summary, positions, info):
             references.append((factor * train_len, f"{factor:g} L", "x"))
         panels.append(curves_panel(
             extension_figures.position_curves(setup, info, members), "position",
-            extension_figures.position_title(setup, factor, members),
+            extension_figures.position_title(setup, factor, members, info),
             f"position inside a {longest}-byte chunk (bins of {width})", "test loss (nats/byte)",
             {"type": "linear"}, references, "gated runs only"))
     return {"name": "extension_loss_by_position",

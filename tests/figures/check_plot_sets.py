@@ -29,6 +29,10 @@ NOT_COMMITTED = {
     # not a column), with one unigram line for both; its result is the headline row of the LM
     # claims table.
     "settle_press_headline": "figures not committed: two corpora share one panel",
+    # Settling run 6: its figures would draw the study's gate, which drops every PI read; the
+    # run exists to judge claims 5 and 7 under the amended gate (a read counts when its parent
+    # passed), which lives in claims.py. Its numbers are the settling-run-6 rows of the table.
+    "settle_zero_shot_gate": "figures not committed: they draw the gate the run amends",
     # 0292872: the one memory panel mixes the language-model and long_range losses.
     "state_reuse_conditions": "figures not committed: one memory panel mixes LM and task losses",
     # 589029a: two runs of a pilot, reported as numbers in docs/06.
