@@ -64,10 +64,37 @@ def main(study_dir):
                 how = " (positions sampled as in training)" if kind == "length_sampled" else ""
                 print(f"\n{task}: exact match by evaluation length / training length{how}\n")
                 print(table(rows, "encoding.type", "factor", "exact_match", "x"))
-    elif not (s["kind"] == "passkey").any():
-        print(s.groupby([c for c in s.columns if c == "kind"])["loss"].describe())
+    else:
+        generic_tables(s)
     passkey_tables(s)
     return 0
+
+
+def generic_tables(s):
+    """Any other study: the loss of each condition (encoding, else variant) by evaluation length
+    and by evaluation memory, where the study reads them, else at its main evaluation."""
+    index = next((c for c in ("encoding.type", "variant") if c in s and s[c].nunique() > 1),
+                 None)
+    if index is None:
+        s = s.assign(condition=s["study"] if "study" in s else "runs")
+        index = "condition"
+    shown = False
+    # Runs trained at different lengths (a fine-tune at 4L beside its parent at L): lengths in
+    # bytes, since one factor would be two lengths.
+    in_bytes = (s["seq_len"] / s["factor"]).round().nunique() > 1 if "factor" in s else False
+    length = ("seq_len", "", "evaluation length in bytes") if in_bytes else \
+        ("factor", "x", "evaluation length / training length")
+    for kind, column, prefix, what in (("length",) + length,
+                                       ("memory", "mem_len", "memory ", "evaluation memory")):
+        rows = s[s["kind"] == kind].dropna(subset=["loss"])
+        if not rows.empty:
+            print(f"\nloss by {index} and {what}\n")
+            print(table(rows, index, column, "loss", prefix))
+            shown = True
+    main = s[s["kind"] == "main"].dropna(subset=["loss"])
+    if not shown and not main.empty:
+        print(f"\nloss at the main evaluation by {index}\n")
+        print(table(main.assign(at="main"), index, "at", "loss"))
 
 
 def passkey_tables(s):
