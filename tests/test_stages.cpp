@@ -131,7 +131,7 @@ TEST_CASE("a variant with from starts from its parent variant's run at the same 
   }
 }
 
-TEST_CASE("--smoke keeps a zero-shot variant (train.steps = 0) at zero steps", "[stages]") {
+TEST_CASE("a zero-shot variant (train.steps = 0) stays at zero steps under --smoke", "[stages]") {
   // [smoke] shrinks every run to 2 steps; a variant that only reads its parent must stay a read:
   // 2 steps of training would make it a (tiny) fine-tune, and the smoke study would test the
   // wrong thing.
