@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "process_helpers.hpp"
 
 using namespace poslab::testing;
@@ -156,5 +158,43 @@ TEST_CASE("eval --token-losses writes one loss per scored token, the same tokens
     // .npy: a header, then 3 batches x 2 rows x 8 tokens of float32.
     CHECK(fs::file_size(file) > 48 * 4);
     CHECK((fs::file_size(file) - 48 * 4) % 16 == 0);  // numpy pads its header to 16 bytes
+  }
+}
+
+TEST_CASE("eval --passkey reads the passkey grid of a finished run, from its config or --set",
+          "[cli][passkey]") {
+  ScratchDirectory scratch;
+  const fs::path run = scratch.path / "run";
+  const fs::path config = write_tiny_config(scratch.path, "[eval]\nbatches = 1\n");
+  REQUIRE(run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'")
+              .exit_code == 0);
+  const std::string eval = "eval --run '" + run.string() + "' --passkey";
+  SECTION("a run trained without a grid: the error says how to give one, nothing is written") {
+    const Outcome r = run_poslab(eval);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("eval.passkey_length_factors is empty") &&
+                          Contains("--set 'eval.passkey_length_factors=[2, 4]'"));
+    CHECK_FALSE(fs::exists(run / "eval_passkey.json"));
+  }
+  SECTION("the grid from --set: one row per (length, depth) cell") {
+    const Outcome r = run_poslab(eval + " --set 'eval.passkey_length_factors=[16]'" +
+                                 " --set 'eval.passkey_depths=[0.0, 1.0]'" +
+                                 " --set eval.passkey_instances=2");
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    std::ifstream in(run / "eval_passkey.json");
+    const nlohmann::json rows = nlohmann::json::parse(in)["evaluations"];
+    REQUIRE(rows.size() == 2);
+    for (const auto& row : rows) {
+      CHECK(row["kind"] == "passkey");
+      CHECK(row["seq_len"] == 128);  // 16 x the trained 8 bytes
+      CHECK(row["instances"] == 2);
+      CHECK(row["exact_match"].get<double>() >= 0.0);
+    }
+    CHECK(rows[0]["passkey_depth"] == 0.0);
+    CHECK(rows[1]["passkey_depth"] == 1.0);
+  }
+  SECTION("--passkey with --seq-len is a usage error") {
+    CHECK(run_poslab(eval + " --seq-len 16").exit_code == 2);
   }
 }

@@ -531,4 +531,32 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
   return 0;
 }
 
+int run_eval_passkey(const std::string& run_dir, const std::vector<std::string>& overrides) {
+  RunDirectory run = RunDirectory::open(run_dir);
+  const Config cfg = load_config(run.file("config.toml").string(), registered_choices(), overrides);
+  if (cfg.eval.passkey_length_factors.empty())
+    throw std::runtime_error("eval --run " + run_dir + " --passkey: eval.passkey_length_factors "
+                             "is empty in the run's config; give the grid with --set, e.g. "
+                             "--set 'eval.passkey_length_factors=[2, 4]'");
+  set_threads(cfg.train.threads);
+  // Everything that can fail is checked before the model is loaded (as poslab train does).
+  PasskeyGenerator generator =
+      make_passkey_generator(cfg, cfg.eval.split == "test" ? Split::test : Split::valid);
+  int longest = 0;
+  for (const PasskeyCell& cell : passkey_cells(cfg)) longest = std::max(longest, cell.seq_len);
+  generator.check_length(longest);
+  check_memory(cfg, evaluation_batch_size(cfg), longest, 0, /*training=*/false,
+               "the passkey evaluation of " + run_dir + " (segment " + std::to_string(longest) +
+                   ")");
+  TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
+  load_checkpoint(run.path(), model.arena());
+  nlohmann::json rows = nlohmann::json::array();
+  for (const PasskeyCell& cell : passkey_cells(cfg))
+    rows.push_back(evaluate_passkey(model, cfg, generator, cell));
+  run.write_json("eval_passkey.json", {{"evaluations", rows}});
+  std::cout << "wrote " << run.file("eval_passkey.json").string() << " (" << rows.size()
+            << " cells)\n";
+  return 0;
+}
+
 }  // namespace poslab

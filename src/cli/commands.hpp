@@ -29,6 +29,10 @@ int run_train(const Config& cfg, ExistingRun existing = ExistingRun::refuse);
 int run_eval(const std::string& run_dir, const std::vector<std::string>& overrides, int seq_len,
              int mem_len, const std::string& token_losses_file = "");
 
+// The passkey grid of a finished run (eval.passkey_*, from its config with `overrides`): one
+// row per (length, depth) cell, written to DIR/eval_passkey.json.
+int run_eval_passkey(const std::string& run_dir, const std::vector<std::string>& overrides);
+
 // Training throughput at cfg's model size, against the machine's sgemm GFLOP/s.
 int run_bench(const Config& cfg, int steps);
 

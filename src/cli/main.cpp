@@ -139,6 +139,7 @@ struct Arguments {
   std::string init_from;             // train: a finished run to start from (train.init_from)
   bool init_optimizer = false;       // train: with its Adam moments (train.init_optimizer)
   std::string token_losses_file;     // eval: per-token losses (.npy)
+  bool passkey = false;              // eval: the passkey grid instead of one setting
   std::string describe;              // encodings --describe: the encoding
   long describe_length = 0;          // encodings --length: keys of the call (0: the config's)
   bool describe_csv = false;         // encodings --csv
@@ -270,9 +271,17 @@ int run(int argc, char** argv) {
                    "Also write the loss of every scored token, in reading order, to FILE (.npy, "
                    "float32): the input of notebooks/recl.py (relative effective context length)")
       ->type_name("FILE");
+  eval->add_flag("--passkey", args.passkey,
+                 "Evaluate the passkey grid instead (eval.passkey_length_factors x "
+                 "eval.passkey_depths, from the run's config or --set) and write "
+                 "DIR/eval_passkey.json")
+      ->excludes("--seq-len", "--mem-len", "--token-losses");
   eval->footer(
       "Reads DIR/config.toml (with --set applied) and DIR/checkpoint/, evaluates on eval.split\n"
       "(validation unless --set eval.split=test) and writes DIR/eval_L<seq-len>_M<mem-len>.json.\n"
+      "With --passkey: one row per (length, depth) cell of the passkey grid (docs/06, 'Passkey\n"
+      "retrieval'), in DIR/eval_passkey.json; e.g. for a run trained without a grid:\n"
+      "  poslab eval --run runs/rope --passkey --set 'eval.passkey_length_factors=[2, 4]'\n"
       "Example:\n"
       "  poslab eval --run runs/shaw-k8 --seq-len 256 --mem-len 256");
 
@@ -564,8 +573,9 @@ int run(int argc, char** argv) {
                                           : ExistingRun::refuse);
     }
     if (*eval)
-      return run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len,
-                      args.token_losses_file);
+      return args.passkey ? run_eval_passkey(args.run_dir, args.overrides)
+                          : run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len,
+                                     args.token_losses_file);
     if (*bench) {
       const Config cfg =
           args.config_path.empty()
