@@ -177,6 +177,20 @@ nlohmann::json evaluate_passkey(TransformerLM<float>& model, const Config& cfg,
   return row;
 }
 
+// The passkey grid's instance generator, with everything that can fail checked before a model
+// is built (poslab train and poslab eval --passkey): its filler split holds the longest cell's
+// filler, and that cell's evaluation fits in memory. `what` names the evaluation in the error.
+PasskeyGenerator checked_passkey_generator(const Config& cfg, const std::string& what) {
+  PasskeyGenerator generator =
+      make_passkey_generator(cfg, cfg.eval.split == "test" ? Split::test : Split::valid);
+  int longest = 0;
+  for (const PasskeyCell& cell : passkey_cells(cfg)) longest = std::max(longest, cell.seq_len);
+  generator.check_length(longest);  // the filler grows with the length
+  check_memory(cfg, evaluation_batch_size(cfg), longest, 0, /*training=*/false,
+               what + " (segment " + std::to_string(longest) + ")");
+  return generator;
+}
+
 // The evaluation plan of a run:
 //   main    as configured (eval.seq_len, eval.mem_len)
 //   gate    tasks of independent sequences: the largest instance sizes seen in training
@@ -324,14 +338,8 @@ int run_train(const Config& cfg, ExistingRun existing) {
   evaluation_source(cfg, main_setting);  // throws if the split is too short for eval.seq_len
   // The passkey grid: its filler split holds every length's filler, and the longest fits.
   std::optional<PasskeyGenerator> passkey;
-  if (!cfg.eval.passkey_length_factors.empty()) {
-    passkey = make_passkey_generator(cfg, cfg.eval.split == "test" ? Split::test : Split::valid);
-    int longest = 0;
-    for (const PasskeyCell& cell : passkey_cells(cfg)) longest = std::max(longest, cell.seq_len);
-    passkey->check_length(longest);  // the filler grows with the length
-    check_memory(cfg, evaluation_batch_size(cfg), longest, 0, /*training=*/false,
-                 "the passkey evaluation (segment " + std::to_string(longest) + ")");
-  }
+  if (!cfg.eval.passkey_length_factors.empty())
+    passkey = checked_passkey_generator(cfg, "the passkey evaluation");
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   model.init(cfg.train.seed);
   // Fine-tuning (train/init_from.hpp): the parent is checked and loaded here, before anything is
@@ -539,15 +547,8 @@ int run_eval_passkey(const std::string& run_dir, const std::vector<std::string>&
                              "is empty in the run's config; give the grid with --set, e.g. "
                              "--set 'eval.passkey_length_factors=[2, 4]'");
   set_threads(cfg.train.threads);
-  // Everything that can fail is checked before the model is loaded (as poslab train does).
-  PasskeyGenerator generator =
-      make_passkey_generator(cfg, cfg.eval.split == "test" ? Split::test : Split::valid);
-  int longest = 0;
-  for (const PasskeyCell& cell : passkey_cells(cfg)) longest = std::max(longest, cell.seq_len);
-  generator.check_length(longest);
-  check_memory(cfg, evaluation_batch_size(cfg), longest, 0, /*training=*/false,
-               "the passkey evaluation of " + run_dir + " (segment " + std::to_string(longest) +
-                   ")");
+  const PasskeyGenerator generator =
+      checked_passkey_generator(cfg, "the passkey evaluation of " + run_dir);
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   load_checkpoint(run.path(), model.arena());
   nlohmann::json rows = nlohmann::json::array();

@@ -683,14 +683,15 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
 
 void check_run_inputs(const Study& study, const PlannedRun& run) {
   if (run.config.task.name != "lm") return;  // a generated task reads no file
+  // Where a key of this run was set: a variant, [sweep] or --set, else [base], else `unset`.
+  auto where_set = [&](const std::string& key, const std::string& unset) {
+    if (const auto set = run.set_where.find(key); set != run.set_where.end()) return set->second;
+    if (const auto base = study.base_key_lines.find(key); base != study.base_key_lines.end())
+      return at_line(study.source, base->second) + ": in [base]";
+    return unset;
+  };
   const std::string key = "data.path", path = run.config.data.path;
-  std::string where;
-  if (const auto set = run.set_where.find(key); set != run.set_where.end())
-    where = set->second;
-  else if (const auto base = study.base_key_lines.find(key); base != study.base_key_lines.end())
-    where = at_line(study.source, base->second) + ": in [base]";
-  else
-    where = study.source + ": not set (the default)";
+  const std::string where = where_set(key, study.source + ": not set (the default)");
 
   // What read_documents (data/corpus.cpp) needs: a file it can read, or a directory it can list.
   std::error_code ec;
@@ -708,14 +709,8 @@ void check_run_inputs(const Study& study, const PlannedRun& run) {
       check_corpus_lists_files(path, CorpusFilter{run.config.data.include,
                                                   run.config.data.exclude});
     } catch (const std::runtime_error& e) {
-      const std::string patterns_key =
-          run.config.data.include.empty() ? "data.exclude" : "data.include";
-      std::string patterns_where = where;
-      if (const auto set = run.set_where.find(patterns_key); set != run.set_where.end())
-        patterns_where = set->second;
-      else if (const auto base = study.base_key_lines.find(patterns_key);
-               base != study.base_key_lines.end())
-        patterns_where = at_line(study.source, base->second) + ": in [base]";
+      const std::string patterns_where =
+          where_set(run.config.data.include.empty() ? "data.exclude" : "data.include", where);
       fail(patterns_where, std::string(e.what()) + " (the corpus of run '" + run.id +
                                "', data.path set at " + where +
                                "; checked before any run starts, nothing was written)");
