@@ -171,8 +171,8 @@ def length_generalization(summary, out_dir, metric="accuracy", name=None):
     groups = ordered(rows[col]) if col else [None]
     # x: the factor of the training length, or the length itself when the runs were trained at
     # different lengths (ALiBi at L beside sinusoidal at 2L: "1x" would be two lengths).
-    trained = (rows["seq_len"] / rows["factor"]).round()
-    in_lengths = trained.nunique() > 1
+    trained = poslab_stats.trained_lengths(rows)
+    in_lengths = poslab_stats.trained_at_several_lengths(rows)
     x = "seq_len" if in_lengths else "factor"
     fig, axes = panels(groups)
     for ax, group in zip(axes, groups):
@@ -667,7 +667,7 @@ def passkey_layout(summary, metric):
             keys.sort(key=lambda k: order.get(k[0], len(order)))
     else:
         keys = [()]
-    in_bytes = (rows["seq_len"] / rows["factor"]).round().nunique() > 1
+    in_bytes = poslab_stats.trained_at_several_lengths(rows)
     x_column = "seq_len" if in_bytes else "factor"
     return {"rows": rows, "conditions": conditions, "keys": keys, "in_bytes": in_bytes,
             "x_column": x_column, "factors": sorted(rows[x_column].unique()),

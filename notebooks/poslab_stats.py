@@ -62,6 +62,18 @@ MEASUREMENTS = {"study", "run", "loss", "accuracy", "exact_match", "exact_match_
 NEGATIVE_CONTROLS = ("parity",)
 
 
+def trained_lengths(rows):
+    """The length each row's run was trained at: its evaluation length over its factor."""
+    return (rows["seq_len"] / rows["factor"]).round()
+
+
+def trained_at_several_lengths(rows):
+    """Were these rows' runs trained at different lengths (ALiBi at L beside sinusoidal at 2L, a
+    fine-tune at 4L beside its parent at L)? Then one factor names two lengths: draw and tabulate
+    them in bytes."""
+    return "factor" in rows and trained_lengths(rows).nunique() > 1
+
+
 def t975(df):
     """The 0.975 quantile of Student's t with df degrees of freedom."""
     if df < 1:

@@ -13,20 +13,16 @@ shows one curve alone, and dragging or the wheel pans and zooms (report_figures.
     extension_scale             zero-shot loss at s x L and at L against the factor s
     extension_loss_by_position  zero-shot loss by position at the longest length read
 """
-import pandas as pd
-
 import extension_figures
 import poslab_stats
 import poslab_style
 import report_figures
 
 GREY = "#7f7f7f"
-# matplotlib's line styles as Vega-Lite stroke dashes (on, off pixels).
-DASHES = {"-": [1, 0], "--": [6, 3], ":": [1, 3], "-.": [6, 3, 1, 3]}
 
 
 def curves_panel(curves, x, title, x_title, y_title, x_scale, references=(), subtitle="",
-                 x_format=None, y_domain=None):
+                 x_format=None):
     """One panel of the curves [(label, rows, style)] that extension_figures draws: the mean of
     the loss over seeds at each x, with its interval, in the curve's colour and dash."""
     rows, colours, dashes = [], {}, {}
@@ -34,30 +30,27 @@ def curves_panel(curves, x, title, x_title, y_title, x_scale, references=(), sub
         shown = poslab_style.label(label)
         rows += report_figures.mean_rows(frame.assign(curve=label), x, "loss", "curve")
         colours[shown] = style.get("color") or poslab_style.colour(label) or GREY
-        dashes[shown] = DASHES.get(style.get("ls", "-"), DASHES["-"])
+        dashes[shown] = report_figures.DASHES.get(style.get("ls", "-"),
+                                                  report_figures.DASHES["-"])
     return report_figures.curve_panel(rows, title, x_title, y_title, x_scale, list(colours),
                                       references, x_format=x_format, subtitle=subtitle,
-                                      colours=colours, dashes=dashes, y_domain=y_domain)
+                                      colours=colours, dashes=dashes)
 
 
 def loss_vs_length_figure(summary, info):
     groups, parent = extension_figures.length_panels(summary, info)
     if not groups:
         return None
-    curves = [extension_figures.length_curves(summary, info, members, parent, from_scratch)
-              for _, members, from_scratch in groups]
-    losses = pd.concat([rows["loss"] for panel in curves for _, rows, _ in panel])
-    y_domain = [float(losses.min()) - 0.1, float(losses.max()) + 0.1]  # one scale: they compare
     panels = []
-    for (title, members, _), panel_curves in zip(groups, curves):
+    for title, members, from_scratch in groups:
         trained = sorted(set(info.loc[members, "seq_len"]))
         panels.append(curves_panel(
-            panel_curves, "seq_len", title, "evaluation length (bytes)", "loss (nats per byte)",
+            extension_figures.length_curves(summary, info, members, parent, from_scratch),
+            "seq_len", title, "evaluation length (bytes)", "loss (nats per byte)",
             {"type": "log", "base": 2}, [(t, f"trained {t}", "x") for t in trained],
-            report_figures.dropped_text(summary[summary["variant"].isin(members)]), "d",
-            y_domain))
+            report_figures.dropped_text(summary[summary["variant"].isin(members)]), "d"))
     return {"name": "extension_loss_vs_length", "title": "loss against the evaluation length",
-            "panels": panels}
+            "panels": report_figures.share_y(panels)}  # one scale: the panels compare
 
 
 def budget_figure(summary, info):

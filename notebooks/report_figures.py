@@ -20,6 +20,8 @@ import poslab_style
 from poslab_style import ordered
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
+# matplotlib's line styles as Vega-Lite stroke dashes (on, off pixels).
+DASHES = {"-": [1, 0], "--": [6, 3], ":": [1, 3], "-.": [6, 3, 1, 3]}
 DEFAULT_COLOURS = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#54a24b", "#eeca3b", "#b279a2",
                    "#ff9da6", "#9d755d", "#bab0ac"]
 
@@ -89,12 +91,11 @@ def all_dropped_note(rows, subtitle):
 
 
 def curve_panel(rows, title, x_title, y_title, x_scale, series_names, references=(),
-                x_format=None, subtitle="", colours=None, dashes=None, y_domain=None):
+                x_format=None, subtitle="", colours=None, dashes=None):
     """One panel: a line with points per series and its interval as a band; hover, legend
     selection, zoom and pan. Colours are the encodings' (poslab_style), or `colours`
-    ({series: colour}); `dashes` ({series: [on, off, ...]}) dashes some lines; `y_domain`
-    ([low, high]) puts panels that compare on one scale. On a log x axis the ticks are the x
-    values themselves (1, 2, 4, ...), not Vega's 1, 1.5, 2, 2.5, ..."""
+    ({series: colour}); `dashes` ({series: [on, off, ...]}) dashes some lines. On a log x axis
+    the ticks are the x values themselves (1, 2, 4, ...), not Vega's 1, 1.5, 2, 2.5, ..."""
     scale = colour_scale(series_names) if colours is None else \
         {"domain": list(colours), "range": list(colours.values())}
     colour = {"field": "series", "type": "nominal", "title": None, "scale": scale,
@@ -105,7 +106,7 @@ def curve_panel(rows, title, x_title, y_title, x_scale, series_names, references
         x["axis"]["format"] = x_format
     if x_scale.get("type") in ("log", "symlog"):
         x["axis"]["values"] = sorted({row["x"] for row in rows if row["x"] is not None})
-    y_scale = {"zero": False} if y_domain is None else {"zero": False, "domain": list(y_domain)}
+    y_scale = {"zero": False}
     tooltip = [{"field": "series", "title": "curve"},
                {"field": "x", "title": x_title, "format": ".4~g"},
                {"field": "mean", "title": y_title + " (mean)", "format": ".4f"},
@@ -147,6 +148,19 @@ def curve_panel(rows, title, x_title, y_title, x_scale, series_names, references
             "params": [{"name": "include_dropped", "value": False}],
             "data": {"values": rows}, "layer": layers}
     return spec
+
+
+def share_y(panels):
+    """Puts curve panels that compare on one y scale: from the lowest interval end to the highest
+    over every panel, gated runs or all (so the check box keeps every band inside)."""
+    ends = [value for panel in panels for row in panel["data"]["values"]
+            for value in (row["low"], row["high"]) if value is not None]
+    if not ends:
+        return panels
+    for panel in panels:
+        for layer in panel["layer"][:2]:  # the band and the line (the rules follow the scale)
+            layer["encoding"]["y"]["scale"] = {"zero": False, "domain": [min(ends), max(ends)]}
+    return panels
 
 
 def length_figure(summary, metric, name):
@@ -358,14 +372,13 @@ def randomized_figure(plain, randomized, metric="exact_match"):
     """Ruoss et al.'s comparison (poslab_plots.randomized_vs_plain): a panel per (task,
     encoding), the plain model and the randomized one read with sampled and with contiguous
     positions; the encoding's colour, one dash per curve."""
-    dashes = {"plain": [1, 0], "randomized, sampled positions": [6, 3],
-              "randomized, contiguous positions": [1, 3]}
     panels = []
     for task, encoding in poslab_plots.randomized_cells(randomized):
-        rows = []
-        for name, frame, _ in poslab_plots.randomized_curves(plain, randomized, task, encoding,
-                                                             metric):
+        rows, dashes = [], {}
+        for name, frame, style in poslab_plots.randomized_curves(plain, randomized, task,
+                                                                 encoding, metric):
             rows += mean_rows(frame.assign(curve=name), "factor", metric, "curve")
+            dashes[name] = DASHES[style["ls"]]
         colour = poslab_style.colour(encoding) or DEFAULT_COLOURS[0]
         panels.append(curve_panel(
             rows, f"{task}, {poslab_style.label(encoding)}", "evaluation length / training length",

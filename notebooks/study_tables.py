@@ -1,13 +1,18 @@
-"""Markdown tables of a study's results, as quoted in the docs and the README.
+"""Markdown tables of a study's results: the tables of its report page (`poslab report`), and a
+study at a glance.
 
     /usr/bin/python3 notebooks/study_tables.py results/shaw_clip
 
-Means over seeds, with the standard deviation after +-. Every number in docs/ comes from here.
+Means over seeds, with the standard deviation after +-. (The numbers the docs quote carry a
+docs-truth marker naming the CSV cell they come from: tests/docs/check_docs.py.)
 """
 import os
 import sys
 
 import pandas as pd
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import poslab_stats  # noqa: E402
 
 
 def fmt(mean, std):
@@ -81,7 +86,7 @@ def generic_tables(s):
     shown = False
     # Runs trained at different lengths (a fine-tune at 4L beside its parent at L): lengths in
     # bytes, since one factor would be two lengths.
-    in_bytes = (s["seq_len"] / s["factor"]).round().nunique() > 1 if "factor" in s else False
+    in_bytes = poslab_stats.trained_at_several_lengths(s)
     length = ("seq_len", "", "evaluation length in bytes") if in_bytes else \
         ("factor", "x", "evaluation length / training length")
     for kind, column, prefix, what in (("length",) + length,
