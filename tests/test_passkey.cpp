@@ -96,11 +96,63 @@ Config load(const std::string& text, const std::vector<std::string>& overrides =
 // --- The instance ---------------------------------------------------------------------------
 
 TEST_CASE("passkey: the key line and the fixed part are the paper's, 104 bytes", "[passkey]") {
-  CHECK(passkey_key_line("12345") == "The pass key is 12345. Remember it. 12345 is the pass key.");
-  CHECK(std::string(kPasskeyQuestion) == "What is the pass key? The pass key is");
+  const PasskeyFormat paper = PasskeyFormat::paper;
+  CHECK(passkey_key_line("12345", paper) ==
+        "The pass key is 12345. Remember it. 12345 is the pass key.");
+  CHECK(passkey_question(paper) == "What is the pass key? The pass key is");
   // 3 line breaks + 58 (key line) + 37 (question) + 6 (" NNNNN")
-  CHECK(passkey_fixed_bytes() == 104);
-  CHECK(passkey_min_length() == 103);
+  CHECK(passkey_fixed_bytes(paper) == 104);
+  CHECK(passkey_min_length(paper) == 103);
+  CHECK(passkey_format_from_name("paper") == paper);
+}
+
+TEST_CASE("passkey: the compact prompt takes 28 bytes, so an instance at L = 64 is half filler",
+          "[passkey]") {
+  const PasskeyFormat compact = PasskeyFormat::compact;
+  CHECK(passkey_format_from_name("compact") == compact);
+  CHECK_THROWS_WITH(passkey_format_from_name("short"), Contains("\"short\""));
+  CHECK(passkey_key_line("12345", compact) == "key is 12345.");
+  CHECK(passkey_question(compact) == "key is");
+  // 3 line breaks + 13 (key line) + 6 (question) + 6 (" NNNNN")
+  CHECK(passkey_fixed_bytes(compact) == 28);
+  CHECK(passkey_min_length(compact) == 27);
+  CHECK(passkey_fixed_bytes(compact) <= 64 / 2);
+
+  // The instance read back as text, byte by byte as the layout in passkey.hpp says.
+  const PasskeyGenerator g(PasskeyFiller::sentence, nullptr, "the sentence", compact);
+  for (int L : {27, 64, 128})
+    for (double depth : {0.0, 0.5, 1.0}) {
+      INFO("L = " << L << ", depth " << depth);
+      Rng rng(11);
+      PasskeyInstance w;
+      const std::string text = instance_text(g, L, depth, rng, &w);
+      const int F = L + 1 - 28;
+      const long before = std::lround(depth * F);
+      std::string repeated;
+      while (repeated.size() < std::size_t(F)) repeated += kFillerUnit;
+      const std::string expected = repeated.substr(0, before) + "\nkey is " + w.digits + ".\n" +
+                                   repeated.substr(0, F - before) + "\nkey is " + w.digits;
+      CHECK(text == expected);
+      CHECK(w.filler_before == before);
+      CHECK(w.key_line_begin == before + 1);
+      CHECK(w.answer_begin == L + 1 - 6);
+      CHECK(text.substr(w.answer_begin) == " " + w.digits);
+    }
+  // At L = 64 with the key line in the middle: the whole instance, 65 bytes, 37 of filler.
+  Rng rng(11);
+  const std::string at64 = instance_text(g, 64, 0.5, rng);
+  CHECK(at64.size() == 65);
+  const std::string key = at64.substr(at64.size() - 5);
+  // F = 37: round(0.5 * 37) = 19 bytes before the key line, 18 after.
+  CHECK(at64 == "The grass is green." + std::string("\nkey is ") + key +
+                    ".\nThe grass is green\nkey is " + key);
+  // The same Rng hides the same key in both formats (the format draws nothing).
+  const PasskeyGenerator paper(PasskeyFiller::sentence, nullptr);
+  Rng a(9), b(9);
+  PasskeyInstance wa, wb;
+  instance_text(g, 200, 0.5, a, &wa);
+  instance_text(paper, 200, 0.5, b, &wb);
+  CHECK(wa.digits == wb.digits);
 }
 
 TEST_CASE("passkey: an instance is L + 1 bytes: filler, key line at the depth, question, key",
@@ -235,8 +287,14 @@ TEST_CASE("passkey: lengths, depths and corpora that cannot make an instance are
   std::vector<std::int32_t> t(2000);
   Rng rng(1);
   CHECK_THROWS_WITH(g.generate(102, 0.5, rng, t.data()),
-                    Contains("at least 103 bytes") && Contains("got 102"));
+                    Contains("(paper format) needs a length of at least 103 bytes") &&
+                        Contains("got 102"));
   CHECK_NOTHROW(g.generate(103, 0.5, rng, t.data()));
+  const PasskeyGenerator compact(PasskeyFiller::sentence, nullptr, "", PasskeyFormat::compact);
+  CHECK_THROWS_WITH(compact.generate(26, 0.5, rng, t.data()),
+                    Contains("(compact format) needs a length of at least 27 bytes") &&
+                        Contains("got 26"));
+  CHECK_NOTHROW(compact.generate(27, 0.5, rng, t.data()));
   CHECK_THROWS_WITH(g.generate(200, 1.5, rng, t.data()), Contains("depth must lie in [0, 1]"));
   CHECK_THROWS_WITH(g.generate(200, -0.1, rng, t.data()), Contains("depth must lie in [0, 1]"));
   CHECK_THROWS_WITH(g.generate(200, std::nan(""), rng, t.data()), Contains("depth"));
@@ -424,6 +482,39 @@ TEST_CASE("passkey mix: a seeded fraction of the rows, the rest untouched", "[pa
   CHECK(replaced < rows * 0.35);
 }
 
+TEST_CASE("passkey mix: the compact prompt fits training rows of 64 bytes", "[passkey]") {
+  const BandedCorpus file;
+  Config c = lm_config(file.path);
+  c.train.seq_len = 64;
+  c.train.batch_size = 8;
+  c.train.passkey_fraction = 0.5;
+  c.eval.passkey_format = "compact";
+  auto mixed = make_batch_source(c, SourceSpec{.split = Split::train, .len = 64});
+  long rows = 0, replaced = 0;
+  for (int t = 0; t < 20; ++t) {
+    Batch m;
+    mixed->next(m);
+    for (int row = 0; row < 8; ++row, ++rows) {
+      // The row's L + 1 bytes: its inputs and its last target.
+      std::string text(m.inputs.begin() + row * 64, m.inputs.begin() + (row + 1) * 64);
+      text += char(m.targets[row * 64 + 63]);
+      if (text.find_first_not_of("abcdefghij") == std::string::npos) continue;  // plain text
+      ++replaced;
+      const std::string key = text.substr(60);  // the last five bytes
+      const std::size_t key_at = text.find("\nkey is " + key + ".\n");
+      REQUIRE(key_at != std::string::npos);
+      CHECK(text.substr(65 - 13) == "\nkey is " + key);  // the question and the answer
+      // The rest is 37 bytes of filler from the train split.
+      const std::string filler = text.substr(0, key_at) + text.substr(key_at + 15, 65 - 13 -
+                                                                                       (key_at + 15));
+      CHECK(filler.size() == 37u);
+      CHECK(filler.find_first_not_of("abcdefghij") == std::string::npos);
+    }
+  }
+  CHECK(replaced > rows * 0.35);
+  CHECK(replaced < rows * 0.65);
+}
+
 // --- The config -----------------------------------------------------------------------------
 
 TEST_CASE("passkey config: defaults off, keys round-trip, bad values named with their key",
@@ -434,6 +525,7 @@ TEST_CASE("passkey config: defaults off, keys round-trip, bad values named with 
   CHECK(d.eval.passkey_depths == std::vector<double>{0, 0.25, 0.5, 0.75, 1});
   CHECK(d.eval.passkey_instances == 100);
   CHECK(d.eval.passkey_filler == "corpus");
+  CHECK(d.eval.passkey_format == "paper");
 
   const std::string grid = "[train]\nseq_len = 128\n[eval]\npasskey_length_factors = [1, 2]\n";
   const Config c = load(grid, {"eval.passkey_filler=sentence", "eval.passkey_instances=5",
@@ -463,5 +555,40 @@ TEST_CASE("passkey config: defaults off, keys round-trip, bad values named with 
                     Contains("train.passkey_fraction: train.seq_len (64) is shorter"));
   CHECK_THROWS_WITH(load(grid + "[task]\nname = \"copy\"\n"),
                     Contains("pk.toml:4") && Contains("for language models") &&
+                        Contains("not task 'copy'"));
+}
+
+TEST_CASE("passkey config: the compact format at L = 64, and what cannot fit it", "[passkey]") {
+  // The paper's prompt cannot be mixed into rows of 64 bytes; the compact one can, at 1x too.
+  const std::string at64 = "[train]\nseq_len = 64\npasskey_fraction = 0.5\n"
+                           "[eval]\npasskey_length_factors = [1]\n";
+  CHECK_THROWS_WITH(load(at64), Contains("pk.toml:5") && Contains("103 bytes in the paper"));
+  const Config c = load(at64 + "passkey_format = \"compact\"\n");
+  CHECK(c.eval.passkey_format == "compact");
+  CHECK(load(config_to_toml(c)).eval.passkey_format == "compact");
+  CHECK(experiment_difference(load(config_to_toml(c)), c).empty());
+  // A run made with the other prompt is another experiment (the runner calls it stale); a
+  // config without the key is the paper's, so runs made before the key existed stay done.
+  const std::string at128 = "[train]\nseq_len = 128\n[eval]\npasskey_length_factors = [1]\n";
+  CHECK(experiment_difference(load(at128), load(at128 + "passkey_format = \"compact\"\n")) ==
+        "in [eval]: the run has passkey_format = \"paper\", the study gives passkey_format = "
+        "\"compact\"");
+  CHECK(experiment_difference(load(at128), load(at128 + "passkey_format = \"paper\"\n")).empty());
+  // Bad values: the key, the file and the line.
+  CHECK_THROWS_WITH(load(at64 + "passkey_format = \"short\"\n"),
+                    Contains("pk.toml:6") &&
+                        Contains("eval.passkey_format must be one of paper, compact"));
+  CHECK_THROWS_WITH(load("[train]\nseq_len = 16\npasskey_fraction = 0.5\n[eval]\n"
+                         "passkey_format = \"compact\"\n"),
+                    Contains("pk.toml:3") &&
+                        Contains("train.passkey_fraction: train.seq_len (16) is shorter") &&
+                        Contains("27 bytes in the compact format"));
+  CHECK_THROWS_WITH(load("[train]\nseq_len = 64\n[eval]\npasskey_format = \"compact\"\n"
+                         "passkey_length_factors = [0.25]\n"),
+                    Contains("pk.toml:5") && Contains("x 0.25 = 16 bytes is shorter") &&
+                        Contains("27 bytes in the compact format"));
+  CHECK_THROWS_WITH(load("[train]\npasskey_fraction = 0.5\n[eval]\npasskey_format = "
+                         "\"compact\"\n[task]\nname = \"copy\"\n"),
+                    Contains("pk.toml:2") && Contains("for language models") &&
                         Contains("not task 'copy'"));
 }

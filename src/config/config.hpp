@@ -88,7 +88,8 @@ struct TrainConfig {
   int max_position = 1024;
   // Passkey instances mixed into the training rows of a language model (tasks/passkey_mix.hpp):
   // each row is replaced by one with this probability (0 = never; the same rows and instances
-  // for every arm with the same seed). Filler as eval.passkey_filler, from the train split.
+  // for every arm with the same seed). Filler as eval.passkey_filler, from the train split; prompt
+  // as eval.passkey_format.
   double passkey_fraction = 0.0;
   // Fine-tuning (train/init_from.hpp): a finished run's directory whose parameters this run
   // starts from instead of a random initialisation ("" = none). Every parameter must keep its
@@ -132,6 +133,9 @@ struct EvalConfig {
   std::vector<double> passkey_depths = {0.0, 0.25, 0.5, 0.75, 1.0};
   int passkey_instances = 100;  // per cell: Wilson's 95% interval 0.40-0.60 at 0.5, 0-0.037 at 0
   std::string passkey_filler = "corpus";  // "corpus": text of eval.split; "sentence": the paper's
+  // The prompt (tasks/passkey.hpp), of the evaluation grid and of the training mix alike:
+  // "paper" (104 fixed bytes, L >= 103) or "compact" (28 fixed bytes, L >= 27).
+  std::string passkey_format = "paper";
   std::uint64_t passkey_seed = 1;  // the instances (keys, windows); the same for every run
 };
 

@@ -438,6 +438,7 @@ const std::vector<Field>& schema() {
       LIST_KEY(eval, passkey_depths, closed(0, 1)),
       KEY(eval, passkey_instances, at_least(1)),
       KEY(eval, passkey_filler, one_of({"corpus", "sentence"})),
+      KEY(eval, passkey_format, one_of({"paper", "compact"})),
       KEY(eval, passkey_seed, anything()),
   };
   return fields;

@@ -17,26 +17,28 @@ namespace poslab {
 namespace {
 
 // The rule of task "lm" between keys: every passkey instance it will read (the evaluation grid,
-// the training mix) fits in its length (tasks/passkey.hpp: passkey_min_length() bytes with no
-// filler at all).
+// the training mix) fits in its length (tasks/passkey.hpp: passkey_min_length(format) bytes with
+// no filler at all, for the format of eval.passkey_format).
 std::optional<ConfigProblem> passkey_instances_fit(const Config& config) {
-  const int shortest = passkey_min_length(), L = config.train.seq_len;
+  const std::string& format = config.eval.passkey_format;
+  const int shortest = passkey_min_length(passkey_format_from_name(format)),
+            L = config.train.seq_len;
   const std::string need = " is shorter than a passkey instance with no filler (" +
-                           std::to_string(shortest) +
-                           " bytes: the key line, the question and the answer)";
+                           std::to_string(shortest) + " bytes in the " + format +
+                           " format: the key line, the question and the answer)";
   for (double f : config.eval.passkey_length_factors) {
     const double length = std::round(double(L) * f);
     if (length < shortest) {
       char factor[32];
       std::snprintf(factor, sizeof factor, "%g", f);
-      return ConfigProblem{{"eval.passkey_length_factors", "train.seq_len"},
+      return ConfigProblem{{"eval.passkey_length_factors", "train.seq_len", "eval.passkey_format"},
                            "eval.passkey_length_factors: train.seq_len (" + std::to_string(L) +
                                ") x " + factor + " = " + std::to_string(long(length)) + " bytes" +
                                need};
     }
   }
   if (config.train.passkey_fraction > 0 && L < shortest)
-    return ConfigProblem{{"train.passkey_fraction", "train.seq_len"},
+    return ConfigProblem{{"train.passkey_fraction", "train.seq_len", "eval.passkey_format"},
                          "train.passkey_fraction: train.seq_len (" + std::to_string(L) + ")" +
                              need};
   return std::nullopt;

@@ -40,7 +40,9 @@ std::shared_ptr<const CorpusSplit> cached_split(const DataConfig& data) {
 
 PasskeyGenerator make_passkey_generator(const Config& cfg, Split split) {
   const PasskeyFiller filler = passkey_filler_from_name(cfg.eval.passkey_filler);
-  if (filler == PasskeyFiller::sentence) return PasskeyGenerator(filler, nullptr);
+  const PasskeyFormat format = passkey_format_from_name(cfg.eval.passkey_format);
+  if (filler == PasskeyFiller::sentence)
+    return PasskeyGenerator(filler, nullptr, "the sentence filler", format);
   const auto corpus = cached_split(cfg.data);
   const std::vector<std::int32_t>& tokens =
       split == Split::train ? corpus->train : split == Split::valid ? corpus->valid : corpus->test;
@@ -51,7 +53,8 @@ PasskeyGenerator make_passkey_generator(const Config& cfg, Split split) {
                              "_fraction > 0, or eval.passkey_filler = \"sentence\")");
   // Shares the cached split: the generator keeps it alive.
   return PasskeyGenerator(filler, std::shared_ptr<const std::vector<std::int32_t>>(corpus, &tokens),
-                          std::string("the ") + split_name(split) + " split of " + cfg.data.path);
+                          std::string("the ") + split_name(split) + " split of " + cfg.data.path,
+                          format);
 }
 
 std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSpec& spec) {

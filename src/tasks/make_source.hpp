@@ -38,8 +38,8 @@ struct SourceSpec {
 //               (tasks/passkey_mix.hpp), seeded by train.seed.
 std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSpec& spec);
 
-// The passkey instances of a config (tasks/passkey.hpp): filler eval.passkey_filler, cut (corpus)
-// from `split` of data.path, read through the same cache as make_batch_source. Throws
+// The passkey instances of a config (tasks/passkey.hpp): prompt eval.passkey_format, filler
+// eval.passkey_filler, cut (corpus) from `split` of data.path, read through the same cache as make_batch_source. Throws
 // std::runtime_error when the corpus cannot be read or has no such split.
 PasskeyGenerator make_passkey_generator(const Config& cfg, Split split);
 

@@ -2,7 +2,6 @@
 #include "tasks/passkey.hpp"
 
 #include <cmath>
-#include <cstring>
 #include <stdexcept>
 #include <utility>
 
@@ -11,6 +10,10 @@ namespace poslab {
 namespace {
 
 std::string str(long x) { return std::to_string(x); }
+
+const char* format_name(PasskeyFormat format) {
+  return format == PasskeyFormat::compact ? "compact" : "paper";
+}
 
 // Appends `text` at t[at], returns the index after it.
 int put(std::int32_t* t, int at, const std::string& text) {
@@ -28,17 +31,29 @@ std::int32_t sentence_filler_byte(std::int64_t i) {
 
 }  // namespace
 
-std::string passkey_key_line(const std::string& digits) {
+PasskeyFormat passkey_format_from_name(const std::string& name) {
+  if (name == "paper") return PasskeyFormat::paper;
+  if (name == "compact") return PasskeyFormat::compact;
+  throw std::invalid_argument("passkey format must be \"paper\" or \"compact\", got \"" + name +
+                              "\"");
+}
+
+std::string passkey_key_line(const std::string& digits, PasskeyFormat format) {
+  if (format == PasskeyFormat::compact) return "key is " + digits + ".";
   return "The pass key is " + digits + ". Remember it. " + digits + " is the pass key.";
 }
 
-int passkey_fixed_bytes() {
-  const int newlines = 3;  // after `before`, after the key line, after `after`
-  return newlines + int(passkey_key_line(std::string(kPasskeyDigits, '0')).size()) +
-         int(std::strlen(kPasskeyQuestion)) + kPasskeyAnswer;
+std::string passkey_question(PasskeyFormat format) {
+  return format == PasskeyFormat::compact ? kPasskeyQuestionCompact : kPasskeyQuestionPaper;
 }
 
-int passkey_min_length() { return passkey_fixed_bytes() - 1; }
+int passkey_fixed_bytes(PasskeyFormat format) {
+  const int newlines = 3;  // after `before`, after the key line, after `after`
+  return newlines + int(passkey_key_line(std::string(kPasskeyDigits, '0'), format).size()) +
+         int(passkey_question(format).size()) + kPasskeyAnswer;
+}
+
+int passkey_min_length(PasskeyFormat format) { return passkey_fixed_bytes(format) - 1; }
 
 PasskeyFiller passkey_filler_from_name(const std::string& name) {
   if (name == "sentence") return PasskeyFiller::sentence;
@@ -49,18 +64,20 @@ PasskeyFiller passkey_filler_from_name(const std::string& name) {
 
 PasskeyGenerator::PasskeyGenerator(PasskeyFiller filler,
                                    std::shared_ptr<const std::vector<std::int32_t>> corpus,
-                                   std::string what)
-    : filler_(filler), corpus_(std::move(corpus)), what_(std::move(what)) {
+                                   std::string what, PasskeyFormat format)
+    : filler_(filler), format_(format), corpus_(std::move(corpus)), what_(std::move(what)) {
   if (filler_ == PasskeyFiller::corpus && !corpus_)
     throw std::invalid_argument("the corpus filler of a passkey instance needs a corpus");
 }
 
 void PasskeyGenerator::check_length(int L) const {
-  if (L < passkey_min_length())
+  const int shortest = passkey_min_length(format_);
+  if (L < shortest)
     throw std::invalid_argument(
-        "a passkey instance needs a length of at least " + str(passkey_min_length()) +
+        "a passkey instance (" + std::string(format_name(format_)) +
+        " format) needs a length of at least " + str(shortest) +
         " bytes (key line, question and answer, with no filler), got " + str(L));
-  const std::int64_t F = std::int64_t(L) + 1 - passkey_fixed_bytes();
+  const std::int64_t F = std::int64_t(L) + 1 - passkey_fixed_bytes(format_);
   if (filler_ == PasskeyFiller::corpus && std::int64_t(corpus_->size()) < F)
     throw std::invalid_argument("the passkey filler of a length-" + str(L) + " instance is " +
                                 str(F) + " bytes of " + what_ + ", which holds only " +
@@ -73,7 +90,7 @@ PasskeyInstance PasskeyGenerator::generate(int L, double depth, Rng& rng,
   check_length(L);
   if (!(depth >= 0.0 && depth <= 1.0))
     throw std::invalid_argument("a passkey depth must lie in [0, 1], got " + std::to_string(depth));
-  const int F = L + 1 - passkey_fixed_bytes();  // filler bytes
+  const int F = L + 1 - passkey_fixed_bytes(format_);  // filler bytes
 
   PasskeyInstance where;
   where.digits = std::to_string(10000 + rng.below(90000));  // 5 digits, first one 1..9
@@ -92,12 +109,12 @@ PasskeyInstance PasskeyGenerator::generate(int L, double depth, Rng& rng,
   for (int i = 0; i < where.filler_before; ++i) text[at++] = filler(i);
   text[at++] = '\n';
   where.key_line_begin = at;
-  at = put(text, at, passkey_key_line(where.digits));
+  at = put(text, at, passkey_key_line(where.digits, format_));
   text[at++] = '\n';
   const std::int64_t after_from = filler_ == PasskeyFiller::corpus ? where.filler_before : 0;
   for (int i = 0; i < where.filler_after; ++i) text[at++] = filler(after_from + i);
   text[at++] = '\n';
-  at = put(text, at, kPasskeyQuestion);
+  at = put(text, at, passkey_question(format_));
   where.answer_begin = at;
   at = put(text, at, " " + where.digits);
   if (at != L + 1) throw std::logic_error("passkey instance of " + str(at) + " bytes, not L + 1");

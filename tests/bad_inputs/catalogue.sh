@@ -153,6 +153,8 @@ expect_error passkey_depths_empty "eval.passkey_depths is empty" "$POSLAB" "${T[
 expect_error passkey_filler_name "eval.passkey_filler must be one of corpus, sentence" "$POSLAB" "${T[@]}" --set eval.passkey_filler=lorem --out out
 expect_error passkey_not_lm "passkey retrieval is for language models" "$POSLAB" "${T[@]}" --set task.name=copy --set train.seq_len=128 --set 'eval.passkey_length_factors=[1]' --out out
 expect_error passkey_fraction_short "train.passkey_fraction: train.seq_len (8) is shorter than a passkey instance" "$POSLAB" "${T[@]}" --set train.passkey_fraction=0.1 --out out
+expect_error passkey_format_name "eval.passkey_format must be one of paper, compact" "$POSLAB" "${T[@]}" --set eval.passkey_format=short --out out
+expect_error passkey_compact_short "x 2 = 16 bytes is shorter than a passkey instance with no filler (27 bytes in the compact format" "$POSLAB" "${T[@]}" --set eval.passkey_format=compact --set 'eval.passkey_length_factors=[2]' --out out
 expect_error passkey_filler_longer_than_split "which holds only" "$POSLAB" "${T[@]}" --set train.seq_len=128 --set 'eval.passkey_length_factors=[20]' --out out
 # --- Accepted bad input ---------------------------------------------------------------------
 expect_error nonfinite_eps "train.eps must be a finite number" "$POSLAB" "${T[@]}" --set train.eps=inf --out out
