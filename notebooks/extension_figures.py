@@ -11,7 +11,8 @@ parent (`from`), its steps, its training length and its scaling. Figures:
   extension_loss_vs_length  loss against the evaluation length in bytes; panels: trained from
                             scratch, zero-shot from the parent, fine-tuned (the largest budget)
   extension_budget          loss at the fine-tuning length against fine-tuning steps, per scaling
-                            (0 steps: the same scaling zero-shot), the from-scratch upper bound
+                            and factor s (0 steps: the same scaling and s zero-shot), the
+                            from-scratch upper bound
   extension_scale           zero-shot at s = 2..16: loss at s x L and at L against s
   extension_loss_by_position  zero-shot loss by position at the longest length (where it breaks)
 """
@@ -170,14 +171,15 @@ def loss_vs_length(summary, info, out_dir, name="extension_loss_vs_length"):
 
 
 def budget_points(summary, info, at_len):
-    """Per (scaling, steps): the gated loss at `at_len` of every seed; 0 steps: the zero-shot
-    variant with the same scaling and factor (the parent itself for scaling none)."""
+    """Per (scaling, factor, steps): the gated loss at `at_len` of every seed; 0 steps: the
+    zero-shot variant with the same scaling and factor (the parent itself for scaling none).
+    Two factors of one scaling (YaRN at s = 4 and s = 8) are two curves, never one mean."""
     tuned = [v for v in info.index if info.loc[v, "parent"] and info.loc[v, "steps"] > 0
              and info.loc[v, "seq_len"] == at_len]
     points = []
     for v in tuned:
         scaling, factor, parent = info.loc[v, ["scaling", "factor", "parent"]]
-        points.append((scaling, int(info.loc[v, "steps"]), v))
+        points.append((scaling, factor, int(info.loc[v, "steps"]), v))
         if scaling == "none":
             start = parent
         else:
@@ -185,12 +187,12 @@ def budget_points(summary, info, at_len):
                           and info.loc[z, "steps"] == 0 and info.loc[z, "scaling"] == scaling
                           and info.loc[z, "factor"] == factor), None)
         if start is not None:
-            points.append((scaling, 0, start))
+            points.append((scaling, factor, 0, start))
     frames = []
-    for scaling, steps, v in dict.fromkeys(points):
+    for scaling, factor, steps, v in dict.fromkeys(points):
         rows = summary[(summary["variant"] == v) & summary["kind"].isin(["length", "main"])
                        & (summary["seq_len"] == at_len)].drop_duplicates("run")
-        frames.append(rows.assign(scaling=scaling, steps=steps))
+        frames.append(rows.assign(scaling=scaling, scaling_factor=factor, steps=steps))
     return pd.concat(frames) if frames else pd.DataFrame()
 
 
@@ -208,11 +210,21 @@ def budget_setup(summary, info):
 
 
 def budget_curves(points):
-    """The budget figure's curves: (label, rows, style), one per scaling."""
-    return [("no scaling" if scaling == "none" else scaling,
-             points[points["scaling"] == scaling],
-             {"color": SCALING_COLOURS.get(scaling, "#7f7f7f")})
-            for scaling in dict.fromkeys(points["scaling"])]
+    """The budget figure's curves: (label, rows, style), one per (scaling, factor s). The label
+    names s when the figure has two factors of that scaling ("yarn, s = 8"); the second factor
+    of a scaling is dashed, in the scaling's colour."""
+    curves = []
+    keys = list(dict.fromkeys(zip(points["scaling"], points["scaling_factor"])))
+    for scaling, factor in keys:
+        factors = [f for s, f in keys if s == scaling]
+        label = "no scaling" if scaling == "none" else scaling
+        if len(factors) > 1:
+            label += f", s = {factor:g}"
+        curves.append((label, points[(points["scaling"] == scaling)
+                                     & (points["scaling_factor"] == factor)],
+                       {"color": SCALING_COLOURS.get(scaling, "#7f7f7f"),
+                        **({"ls": "--"} if factors.index(factor) > 0 else {})}))
+    return curves
 
 
 def budget_bounds(summary, info, parent, at_len):

@@ -91,6 +91,18 @@ def metrics_of(run_dir):
             if c in frame}
 
 
+def trained_nothing(in_summary, evaluation):
+    """Did the run take no training step (a zero-shot read, train.steps = 0)? Its eval.json says
+    steps 0; summary.csv (committed results keep only it) says 0 tokens per second. poslab
+    writes such a run's train loss as 0, which is not a loss."""
+    if evaluation and "steps" in evaluation:
+        return evaluation["steps"] == 0
+    if in_summary is not None and "train_tokens_per_second" in in_summary:
+        speed = in_summary["train_tokens_per_second"].iloc[0]
+        return speed == speed and float(speed) == 0.0
+    return False
+
+
 def run_table(study_dir, summary, planned):
     """One row per planned run (or, without a plan, per run in summary.csv): what the page's
     run table shows, and each run's learning curve."""
@@ -140,6 +152,8 @@ def run_table(study_dir, summary, planned):
             row["train_seconds"] = row["train_seconds"] or finite(evaluation.get("train_seconds"))
             for key in ("commit", "cpu", "threads", "started", "finished"):
                 row[key] = row[key] or provenance.get(key)
+        if trained_nothing(in_summary, evaluation):
+            row["train_loss"] = None  # a zero-shot read (train.steps = 0) has no train loss
         if run_dir:
             curve = metrics_of(run_dir)
             if curve:

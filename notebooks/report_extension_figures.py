@@ -24,11 +24,16 @@ GREY = "#7f7f7f"
 def curves_panel(curves, x, title, x_title, y_title, x_scale, references=(), subtitle="",
                  x_format=None):
     """One panel of the curves [(label, rows, style)] that extension_figures draws: the mean of
-    the loss over seeds at each x, with its interval, in the curve's colour and dash."""
+    the loss over seeds at each x, with its interval, in the curve's colour and dash. A curve
+    without a point (the parent, never read at the panel's length) has no legend entry, as in
+    the PNG (poslab_plots.mean_band draws nothing for it)."""
     rows, colours, dashes = [], {}, {}
     for label, frame, style in curves:
         shown = poslab_style.label(label)
-        rows += report_figures.mean_rows(frame.assign(curve=label), x, "loss", "curve")
+        points = report_figures.mean_rows(frame.assign(curve=label), x, "loss", "curve")
+        if not points:
+            continue
+        rows += points
         colours[shown] = style.get("color") or poslab_style.colour(label) or GREY
         dashes[shown] = report_figures.DASHES.get(style.get("ls", "-"),
                                                   report_figures.DASHES["-"])

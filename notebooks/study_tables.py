@@ -3,7 +3,9 @@ study at a glance.
 
     /usr/bin/python3 notebooks/study_tables.py results/shaw_clip
 
-Means over seeds, with the standard deviation after +-. (The numbers the docs quote carry a
+Means over seeds, with the standard deviation over seeds after ±, over every run (the gate not
+applied); the output says so above its tables (PLUS_MINUS), since the figures draw another
+thing: the 95% t interval of the mean over the gated seeds. (The numbers the docs quote carry a
 docs-truth marker naming the CSV cell they come from: tests/docs/check_docs.py.)
 """
 import os
@@ -13,6 +15,11 @@ import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import poslab_stats  # noqa: E402
+
+
+PLUS_MINUS = ("Each cell: the mean over seeds ± the standard deviation over seeds, of every run "
+              "(the gate not applied); the figures draw the 95% t interval of the mean over the "
+              "seeds that pass the gate.")
 
 
 def fmt(mean, std):
@@ -45,6 +52,7 @@ def by_task(s):
 def main(study_dir):
     s = pd.read_csv(os.path.join(study_dir, "summary.csv"))
     name = os.path.basename(os.path.normpath(study_dir))
+    print(PLUS_MINUS + "\n")
     if name.startswith("shaw_clip"):
         m = s[s["kind"] == "main"]
         print("validation loss (nats/byte) by clip k and table choice\n")
