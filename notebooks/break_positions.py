@@ -33,7 +33,7 @@ import pandas as pd
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import extension_figures  # noqa: E402
-import poslab_stats  # noqa: E402
+from poslab_analysis.statistics import seeds as poslab_stats  # noqa: E402
 import rope_wavelengths  # noqa: E402
 
 LONGEST = 1024  # the bytes of the longest read

@@ -23,8 +23,8 @@ import matplotlib.ticker
 import pandas as pd
 
 import poslab_plots
-import poslab_stats
-import poslab_style
+from poslab_analysis.statistics import seeds as poslab_stats
+from poslab_analysis.figures import style as poslab_style
 
 # One colour per scaling, the same in every figure.
 SCALING_COLOURS = {"none": "#222222", "linear": "#1f77b4", "ntk": "#ff7f0e", "yarn": "#2ca02c",

@@ -20,9 +20,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import poslab_stats  # noqa: E402
-import poslab_style  # noqa: E402
-from poslab_style import ENCODING_ORDER, ordered  # noqa: E402,F401
+from poslab_analysis.statistics import seeds as poslab_stats  # noqa: E402
+from poslab_analysis.figures import style as poslab_style  # noqa: E402
+from poslab_analysis.figures.style import ENCODING_ORDER, ordered  # noqa: E402,F401
 
 def load(study_dir):
     """summary.csv (one row per run and evaluation setting) and loss_by_position.csv, if any."""

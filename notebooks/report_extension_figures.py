@@ -14,8 +14,8 @@ shows one curve alone, and dragging or the wheel pans and zooms (report_figures.
     extension_loss_by_position  zero-shot loss by position at the longest length read
 """
 import extension_figures
-import poslab_stats
-import poslab_style
+from poslab_analysis.statistics import seeds as poslab_stats
+from poslab_analysis.figures import style as poslab_style
 import report_figures
 
 GREY = "#7f7f7f"

@@ -15,9 +15,9 @@ import pandas as pd
 
 import extension_figures
 import poslab_plots
-import poslab_stats
-import poslab_style
-from poslab_style import ordered
+from poslab_analysis.statistics import seeds as poslab_stats
+from poslab_analysis.figures import style as poslab_style
+from poslab_analysis.figures.style import ordered
 
 SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 # matplotlib's line styles as Vega-Lite stroke dashes (on, off pixels).

@@ -14,7 +14,7 @@ import sys
 import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import poslab_stats  # noqa: E402
+from poslab_analysis.statistics import seeds as poslab_stats  # noqa: E402
 
 
 PLUS_MINUS = ("Each cell: the mean over seeds ± the standard deviation over seeds, of every run "

@@ -28,11 +28,11 @@ echo
 import sys
 import pandas as pd
 sys.path.insert(0, "notebooks")
-import poslab_style  # the README's order and names of the encodings
+from poslab_analysis.reading import names  # the README's order and names of the encodings
 s = pd.read_csv("results/quickstart_comparison/summary.csv")
 m = s[s["kind"] == "memory"].pivot_table(index="encoding.type", columns="mem_len", values="loss")
-m = m.reindex(poslab_style.ordered(m.index))
-m.index = [poslab_style.label(e) for e in m.index]
+m = m.reindex(names.ordered(m.index))
+m.index = [names.label(e) for e in m.index]
 m.index.name = "encoding"
 m.columns = [f"memory {c}" for c in m.columns]
 print("Python standard library, validation loss (nats/byte) by evaluation memory;")

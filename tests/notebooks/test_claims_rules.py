@@ -1,4 +1,4 @@
-"""The rules of the claims tables (notebooks/claims.py), each planted: a comparison at the floor, at
+"""The rules of the claims tables (notebooks/poslab_analysis/claims/), each planted: a comparison at the floor, at
 the ceiling, an interval across 0, a pooled proportion against the same data judged per seed, and
 the paper-metric helpers on data whose answer is known.
 
@@ -12,7 +12,10 @@ import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "notebooks"))
-import claims  # noqa: E402
+from poslab_analysis.claims import rules, tables  # noqa: E402
+from poslab_analysis.claims.papers import dai2019, kazemnejad2023, press2022, ruoss2023  # noqa: E402,E501
+from poslab_analysis.statistics import proportions  # noqa: E402
+from poslab_analysis.statistics.seeds import t_interval  # noqa: E402
 
 
 def seeds(*values):
@@ -21,55 +24,55 @@ def seeds(*values):
 
 class Rules(unittest.TestCase):
     def test_clear_win_agrees(self):
-        _, v = claims.compare(seeds(0.30, 0.35, 0.32), seeds(0.0, 0.0, 0.0), floor=0.0)
+        _, v = rules.compare(seeds(0.30, 0.35, 0.32), seeds(0.0, 0.0, 0.0), floor=0.0)
         self.assertEqual(v, "agree")
 
     def test_clear_loss_disagrees(self):
-        _, v = claims.compare(seeds(0.10, 0.12, 0.11), seeds(0.40, 0.45, 0.42), floor=0.0)
+        _, v = rules.compare(seeds(0.10, 0.12, 0.11), seeds(0.40, 0.45, 0.42), floor=0.0)
         self.assertEqual(v, "disagree")
 
     def test_both_at_the_floor_is_inconclusive(self):
         # A consistent +0.01 difference, but both sides within 0.02 of 0: no ranking.
-        m, v = claims.compare(seeds(0.010, 0.015, 0.012), seeds(0.0, 0.0, 0.0), floor=0.0,
+        m, v = rules.compare(seeds(0.010, 0.015, 0.012), seeds(0.0, 0.0, 0.0), floor=0.0,
                               ceiling=1.0)
         self.assertGreater(m[1], 0)  # the interval alone would say "agree"
         self.assertEqual(v, "inconclusive (both at the floor)")
 
     def test_one_side_at_the_floor_is_judged(self):
-        _, v = claims.compare(seeds(0.2, 0.25, 0.3), seeds(0.0, 0.0, 0.0), floor=0.0)
+        _, v = rules.compare(seeds(0.2, 0.25, 0.3), seeds(0.0, 0.0, 0.0), floor=0.0)
         self.assertEqual(v, "agree")
 
     def test_both_at_the_ceiling_is_inconclusive(self):
-        m, v = claims.compare(seeds(1.0, 0.999, 1.0), seeds(0.985, 0.986, 0.984), floor=0.0,
+        m, v = rules.compare(seeds(1.0, 0.999, 1.0), seeds(0.985, 0.986, 0.984), floor=0.0,
                               ceiling=1.0)
         self.assertGreater(m[1], 0)
         self.assertEqual(v, "inconclusive (both at the ceiling)")
 
     def test_exactly_zero_difference_is_inconclusive_not_disagree(self):
         # Both at 0 everywhere: the old rule said "disagree" (no positive difference).
-        _, v = claims.compare(seeds(0.0, 0.0, 0.0), seeds(0.0, 0.0, 0.0))
+        _, v = rules.compare(seeds(0.0, 0.0, 0.0), seeds(0.0, 0.0, 0.0))
         self.assertEqual(v, "inconclusive")
-        _, v = claims.compare(seeds(0.5, 0.4, 0.6), seeds(0.5, 0.4, 0.6))
+        _, v = rules.compare(seeds(0.5, 0.4, 0.6), seeds(0.5, 0.4, 0.6))
         self.assertEqual(v, "inconclusive")
 
     def test_interval_across_zero_is_inconclusive(self):
-        m, v = claims.compare(seeds(0.60, 0.35, 0.52), seeds(0.50, 0.40, 0.50))
+        m, v = rules.compare(seeds(0.60, 0.35, 0.52), seeds(0.50, 0.40, 0.50))
         self.assertLess(m[1], 0)
         self.assertGreater(m[2], 0)
         self.assertEqual(v, "inconclusive")
-        for rule in (claims.ABOVE_ZERO, claims.BELOW_ZERO, claims.BEATS):
-            self.assertEqual(claims.verdict((0.0, -0.1, 0.1, 3), *rule), "inconclusive")
+        for rule in (rules.ABOVE_ZERO, rules.BELOW_ZERO, rules.BEATS):
+            self.assertEqual(rules.verdict((0.0, -0.1, 0.1, 3), *rule), "inconclusive")
 
     def test_one_seed_is_inconclusive(self):
-        self.assertEqual(claims.verdict((0.5, float("nan"), float("nan"), 1), *claims.BEATS),
+        self.assertEqual(rules.verdict((0.5, float("nan"), float("nan"), 1), *rules.BEATS),
                          "inconclusive")
-        self.assertEqual(claims.compare(seeds(0.9), seeds(0.1))[1], "inconclusive")
+        self.assertEqual(rules.compare(seeds(0.9), seeds(0.1))[1], "inconclusive")
 
     def test_wilson(self):
-        p, low, high = claims.wilson(0, 10)
+        p, low, high = proportions.wilson(0, 10)
         self.assertEqual((p, low), (0.0, 0.0))
         self.assertAlmostEqual(high, 3.8416 / 13.8416, places=4)
-        p, low, high = claims.wilson(5, 10)
+        p, low, high = proportions.wilson(5, 10)
         self.assertAlmostEqual(low, 0.2366, places=4)
         self.assertAlmostEqual(high, 0.7634, places=4)
 
@@ -79,31 +82,31 @@ class Rules(unittest.TestCase):
         n = 1152
         props = (0.51, 0.47, 0.53)
         groups = [[(round(p * n), n) for p in props]]
-        v, pooled = claims.pooled_within(groups, 0.45, 0.55)
+        v, pooled = rules.pooled_within(groups, 0.45, 0.55)
         self.assertEqual(v, "agree")
         self.assertEqual(pooled[0][3], 3 * n)
-        seed_level = claims.poslab_stats.t_interval(list(props))
+        seed_level = t_interval(list(props))
         self.assertLess(seed_level[1], 0.45)  # the seed-level interval leaves the band
-        self.assertEqual(claims.verdict(seed_level, lambda lo, hi: lo >= 0.45 and hi <= 0.55,
+        self.assertEqual(rules.verdict(seed_level, lambda lo, hi: lo >= 0.45 and hi <= 0.55,
                                         lambda lo, hi: lo > 0.55 or hi < 0.45), "inconclusive")
 
     def test_pooled_disagrees_when_outside_the_band(self):
         n = 1152
-        v, _ = claims.pooled_within([[(round(0.50 * n), n)] * 3, [(round(0.60 * n), n)] * 3],
+        v, _ = rules.pooled_within([[(round(0.50 * n), n)] * 3, [(round(0.60 * n), n)] * 3],
                                     0.45, 0.55)
         self.assertEqual(v, "disagree")
 
     def test_pooled_does_not_hide_unlike_seeds(self):
         # Pooled, 0.60 / 0.40 / 0.50 average to 0.50; two seeds are wholly outside the band.
         n = 1152
-        v, pooled = claims.pooled_within([[(round(p * n), n) for p in (0.60, 0.40, 0.50)]],
+        v, pooled = rules.pooled_within([[(round(p * n), n) for p in (0.60, 0.40, 0.50)]],
                                          0.45, 0.55)
         self.assertAlmostEqual(pooled[0][0], 0.5, places=3)
         self.assertEqual(v, "inconclusive")
 
     def test_answers_from_a_proportion(self):
         rows = pd.DataFrame({"accuracy": [0.5, 0.25], "tokens": [1152, 4]})
-        self.assertEqual(claims.answers(rows), [(576, 1152), (1, 4)])
+        self.assertEqual(proportions.answers(rows), [(576, 1152), (1, 4)])
 
 
 def length_summary(rows):
@@ -121,14 +124,14 @@ class PaperMetrics(unittest.TestCase):
     def test_exact_match_over_L_to_2L_pools_both_buckets(self):
         s = length_summary([("none", 21, 1.0, 1.0, 1.0, 100), ("none", 21, 1.5, 0.4, 0.8, 100),
                             ("none", 21, 2.0, 0.0, 0.2, 300), ("none", 21, 4.0, 0.0, 0.1, 100)])
-        got = claims.pooled_up_to_2x(s, "copy", "none")
+        got = kazemnejad2023.pooled_up_to_2x(s, "copy", "none")
         self.assertAlmostEqual(got[21], 40 / 400)  # 1x and 4x left out; weighted by instances
 
     def test_accuracy_averaged_over_unseen_lengths(self):
         s = length_summary([("none", 21, 1.0, 1.0, 1.0, 1), ("none", 21, 1.5, 0, 0.8, 1),
                             ("none", 21, 2.0, 0, 0.6, 1), ("none", 21, 4.0, 0, 0.3, 1),
                             ("none", 21, 8.0, 0, 0.1, 1)])
-        got = claims.length_averaged(s, "copy", "none")
+        got = ruoss2023.length_averaged(s, "copy", "none")
         # bucket widths 0.5, 0.5, 2, 4 (lengths covered), 1x left out
         self.assertAlmostEqual(got[21], (0.5 * 0.8 + 0.5 * 0.6 + 2 * 0.3 + 4 * 0.1) / 7)
 
@@ -136,8 +139,8 @@ class PaperMetrics(unittest.TestCase):
         s = length_summary([("none", 21, 1.5, 0.4, 0.8, 100), ("none", 21, 2.0, 0.0, 0.2, 100),
                             ("none", 22, 1.5, 0.4, 0.8, 100), ("none", 21, 4.0, 0.0, 0.1, 100),
                             ("none", 21, 8.0, 0.0, 0.1, 100)])
-        self.assertEqual(list(claims.pooled_up_to_2x(s, "copy", "none").index), [21])
-        self.assertEqual(list(claims.length_averaged(s, "copy", "none").index), [21])
+        self.assertEqual(list(kazemnejad2023.pooled_up_to_2x(s, "copy", "none").index), [21])
+        self.assertEqual(list(ruoss2023.length_averaged(s, "copy", "none").index), [21])
 
     def test_context_matched_growth(self):
         # L = 8: 1x positions 0..7 (last eighth: position 7), 2x positions 0..15 (>= 8 count).
@@ -154,7 +157,7 @@ class PaperMetrics(unittest.TestCase):
         summary = by_position.drop_duplicates("run")[["run", "train.seed", "variant", "kind",
                                                       "encoding.type"]].copy()
         summary["in_distribution_ok"] = True
-        m = claims.context_matched(by_position, summary, "alibi", "python", 2, 8)
+        m = press2022.context_matched(by_position, summary, "alibi", "python", 2, 8)
         # far: 2.0 (+shift), near: position 7, 3.0 - 1.4 = 1.6 (+shift): +0.4 in both seeds
         self.assertAlmostEqual(m[0], 0.4)
         self.assertEqual(m[3], 2)
@@ -194,8 +197,8 @@ class T5Settling(unittest.TestCase):
                 os.makedirs(os.path.join(results, "settle_t5_max_distance"))
                 settle.to_csv(os.path.join(results, "settle_t5_max_distance", "summary.csv"),
                               index=False)
-            record = claims.Tally()
-            text = claims.lm_extrapolation(os.path.join(results, "lm_extrapolation"), record)
+            record = rules.Tally()
+            text = tables.claims_table(os.path.join(results, "lm_extrapolation"), record)
         t5 = [line for line in text.splitlines() if "T5 bias: no worse" in line
               or "the LM study's T5" in line]
         return t5, record
@@ -233,10 +236,10 @@ class T5Settling(unittest.TestCase):
 
 class Summary(unittest.TestCase):
     def test_tally_counts_each_comparison(self):
-        record = claims.Tally()
-        claims.tally(record, "P", ["agree"])
-        claims.tally(record, "P", ["inconclusive (both at the floor)", "disagree"])
-        claims.tally(None, "P", ["agree"])  # no record: nothing happens
+        record = rules.Tally()
+        rules.tally(record, "P", ["agree"])
+        rules.tally(record, "P", ["inconclusive (both at the floor)", "disagree"])
+        rules.tally(None, "P", ["agree"])  # no record: nothing happens
         self.assertEqual(record.rows, [("P", ["agree"]), ("P", ["inconclusive", "disagree"])])
 
 
@@ -246,22 +249,22 @@ class ReclOrder(unittest.TestCase):
     """Settling run 5's rule: 'A > B' per seed group, a censored RECL read as a lower bound."""
 
     def test_holds_in_every_group_agrees(self):
-        self.assertEqual(claims.recl_order_verdict([(96, False), (128, True), (64, False)],
+        self.assertEqual(dai2019.recl_order_verdict([(96, False), (128, True), (64, False)],
                                                    [(32, False), (32, False), (32, False)]),
                          "agree")
 
     def test_a_censored_lower_side_cannot_be_beaten(self):
         # B's ">= 128" may be larger than A's 192: the order is not established in that group.
-        self.assertEqual(claims.recl_order_verdict([(192, False), (96, False)],
+        self.assertEqual(dai2019.recl_order_verdict([(192, False), (96, False)],
                                                    [(128, True), (32, False)]), "inconclusive")
 
     def test_reversed_in_every_group_disagrees(self):
-        self.assertEqual(claims.recl_order_verdict([(32, False), (32, False)],
+        self.assertEqual(dai2019.recl_order_verdict([(32, False), (32, False)],
                                                    [(64, False), (128, True)]), "disagree")
 
     def test_ties_and_missing_groups_are_inconclusive(self):
-        self.assertEqual(claims.recl_order_verdict([(64, False)], [(64, False)]), "inconclusive")
-        self.assertEqual(claims.recl_order_verdict([], []), "inconclusive")
+        self.assertEqual(dai2019.recl_order_verdict([(64, False)], [(64, False)]), "inconclusive")
+        self.assertEqual(dai2019.recl_order_verdict([], []), "inconclusive")
 
 class ContextExtensionTable(unittest.TestCase):
     """The context-extension table on a planted summary: RoPE degrades beyond L (+1.0 at 4x),
@@ -296,8 +299,8 @@ class ContextExtensionTable(unittest.TestCase):
         import tempfile
         with tempfile.TemporaryDirectory() as tmp:
             self.planted().to_csv(os.path.join(tmp, "summary.csv"), index=False)
-            record = claims.Tally()
-            text = claims.context_extension(tmp, record)
+            record = rules.Tally()
+            text = tables.claims_table(tmp, record, kind="context_extension")
         return text, record
 
     def line(self, text, start):

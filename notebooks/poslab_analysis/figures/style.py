@@ -13,9 +13,9 @@ changes the line style.
 """
 import matplotlib.pyplot as plt
 
-ENCODING_ORDER = ["none", "sinusoidal", "learned", "shaw", "transformer_xl", "deberta",
-                  "t5_bias", "alibi", "kerple", "fire", "rope", "xpos",
-                  "example_distance_bias"]
+# The order and labels of the encodings are the tables' too (reading/names.py); a figure module
+# reads them here beside the colours.
+from poslab_analysis.reading.names import ENCODING_LABELS, ENCODING_ORDER, label, ordered  # noqa: F401
 
 ENCODING_COLOURS = {
     "none": "#000000",
@@ -31,13 +31,6 @@ ENCODING_COLOURS = {
     "rope": "#9467bd",               # purple
     "xpos": "#e377c2",               # pink-purple
     "example_distance_bias": "#7f7f7f",
-}
-
-ENCODING_LABELS = {
-    "none": "NoPE", "sinusoidal": "sinusoidal", "learned": "learned", "shaw": "Shaw",
-    "transformer_xl": "Transformer-XL", "deberta": "DeBERTa", "t5_bias": "T5 bias",
-    "alibi": "ALiBi", "kerple": "KERPLE", "fire": "FIRE", "rope": "RoPE", "xpos": "xPos",
-    "example_distance_bias": "example",
 }
 
 # Line styles for the variants of one encoding, in order of appearance.
@@ -62,13 +55,6 @@ def apply():
     })
 
 
-def ordered(values):
-    """Encodings in the fixed order, anything else after them alphabetically."""
-    values = list(dict.fromkeys(v for v in values if v == v))
-    known = [v for v in ENCODING_ORDER if v in values]
-    return known + sorted((v for v in values if v not in known), key=str)
-
-
 def colour(name):
     """The colour of an encoding (or of a series that starts with an encoding's name)."""
     if name in ENCODING_COLOURS:
@@ -77,10 +63,6 @@ def colour(name):
         if str(name).startswith(encoding):
             return ENCODING_COLOURS[encoding]
     return None
-
-
-def label(name):
-    return ENCODING_LABELS.get(name, str(name))
 
 
 def reference_line(ax, value, text, axis="y"):

@@ -4,7 +4,7 @@ difference between two evaluations of the same tokens comes from *which* text wa
     /usr/bin/python3 notebooks/bootstrap.py results/state_reuse          # -> bootstrap.csv
     /usr/bin/python3 notebooks/bootstrap.py --self-test
 
-The seed interval of the claims tables (poslab_stats.py) measures how much a result moves when
+The seed interval of the claims tables (statistics/seeds.py) measures how much a result moves when
 the model is trained again; this one measures how much it moves when the evaluation text is drawn
 again. Both should exclude 0 for a difference to be believed.
 
@@ -130,6 +130,3 @@ def self_test():
     print("bootstrap.py self-test passed")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -125,6 +125,3 @@ def main(argv):
     print(f"wrote {out_csv}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -1,7 +1,6 @@
 """The statistics of poslab's studies: means over seeds with 95% t intervals, the in-distribution
-gate, and paired differences between two conditions.
-
-    /usr/bin/python3 notebooks/poslab_stats.py results/length_generalization   # -> summary_ci.csv
+gate, and paired differences between two conditions. `poslab plot STUDY` writes
+STUDY/summary_ci.csv with write_summary_ci.
 
 What a number in a claims table means
 -------------------------------------
@@ -37,7 +36,6 @@ are tabulated below so that scipy is not needed.
 """
 import math
 import os
-import sys
 
 import numpy as np
 import pandas as pd
@@ -175,14 +173,9 @@ def write_summary_ci(study_dir, ungated_tasks=NEGATIVE_CONTROLS):
     return path
 
 
-def main(argv):
-    if len(argv) < 2 or argv[1] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if len(argv) >= 2 else 2
-    for study_dir in argv[1:]:
-        print(write_summary_ci(study_dir))
-    return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+def paired(a, b):
+    """Paired over seeds: the t interval of a - b over the seeds both Series (indexed by seed)
+    have."""
+    common = a.index.intersection(b.index)
+    return t_interval((a[common] - b[common]).tolist())

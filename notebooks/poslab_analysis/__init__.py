@@ -1,0 +1,17 @@
+"""poslab's analysis code: from a study's result files to its claims tables, figures and report.
+
+Layers, each importing only the ones before it (tests/notebooks/check_imports.py holds it):
+
+  reading/      a study's files as tables (summary.csv, loss by position, RECL, bootstrap) and
+                the encodings' names
+  statistics/   intervals over seeds, the gate, paired differences, Wilson intervals, RECL and
+                the paired bootstrap
+  claims/       rules.py (the rules every verdict follows), studies/ (how each kind of study is
+                read and the frame of its table), papers/ (one module per paper: its rows),
+                tables.py (which papers each study's table holds), paper_metrics.py
+  figures/      the figure style; the figures a study gets (static PNG/SVG, interactive report)
+
+The entry points are the scripts beside this folder in notebooks/: claims.py, poslab_plots.py
+(`poslab plot`), report.py (`poslab report`), recl.py, bootstrap.py, and the notebooks.
+docs/12-analysis-code.md says where a new claim, figure kind or study kind goes.
+"""

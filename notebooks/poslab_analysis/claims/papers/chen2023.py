@@ -1,0 +1,63 @@
+"""Chen et al. 2023, position interpolation (PI): rules 1 to 4 of the context-extension study.
+RoPE read beyond L without extension degrades; PI fine-tuned briefly uses the extended window
+and keeps the quality inside the original one; fine-tuning without interpolation extends the
+context slowly (the paper's metric: passkey accuracy)."""
+from poslab_analysis.claims.rules import ABOVE_ZERO, BEATS, combined_verdict, compare, fmt, \
+    tally, verdict
+from poslab_analysis.claims.studies.context_extension import CE_BUDGET, CE_WITHIN
+from poslab_analysis.statistics import seeds
+from poslab_analysis.statistics.seeds import paired
+
+NAME = "Chen et al. 2023"
+PPL = "perplexity at the extended window; here the loss at that length"
+
+
+def context_extension(study, record=None):
+    loss, ft, ft_b = study.loss, study.ft, study.ft_b
+    lines = []
+    # 1. Direct extrapolation of RoPE is catastrophic beyond L.
+    for multiple in (2, 4):
+        lines.append(study.row("1. RoPE read beyond L without extension degrades", NAME, PPL,
+                               f"rope64, loss at {multiple}x minus at 1x",
+                               paired(loss("rope64", multiple), loss("rope64", 1)),
+                               "interval above 0", ABOVE_ZERO, record))
+    # 2. PI fine-tuned briefly reaches good quality at the extended window.
+    beside = paired(loss(ft_b["linear"], 4), loss("rope256", 4))
+    lines.append(study.row(
+        f"2. PI fine-tuned briefly uses the extended window ({CE_BUDGET} steps at 4x)", NAME,
+        f"{PPL} falls as the window grows",
+        f"ft_linear_{CE_BUDGET}, loss at 4x minus at 1x", paired(loss(ft_b["linear"], 4),
+                                                              loss(ft_b["linear"], 1)),
+        "upper end <= 0 agrees, lower end > 0 disagrees",
+        (lambda low, high: high <= 0, lambda low, high: low > 0), record,
+        f"; beside it, minus rope256 (trained at 4x) at 4x: {fmt(*beside)}"))
+    lines.append(study.reference(
+        "2. (each method fine-tuned, against RoPE trained at 4x from scratch)",
+        "not a claim of the papers",
+        "; ".join(f"ft_{method}_{steps} minus rope256 at 4x: "
+                  f"{fmt(*paired(loss(ft[(method, steps)], 4), loss('rope256', 4)))}"
+                  for method in ("none", "linear", "ntk", "yarn")
+                  for steps in (50, CE_BUDGET))))
+    # 3. PI keeps the quality within the original window relatively well.
+    lines.append(study.row(
+        "3. PI keeps the quality inside the original window", NAME,
+        "perplexity at the original window, before and after; here the loss at 1x",
+        f"ft_linear_{CE_BUDGET} minus rope64, loss at 1x", paired(loss(ft_b["linear"], 1),
+                                                               loss("rope64", 1)),
+        f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees",
+        (lambda low, high: high <= CE_WITHIN, lambda low, high: low > CE_WITHIN), record))
+    # 4. Fine-tuning without interpolation extends the context slowly.
+    m_loss = paired(loss(ft_b["none"], 4), loss(ft_b["linear"], 4))
+    v_loss = verdict(m_loss, *ABOVE_ZERO)
+    m_key, v_key = compare(study.passkey(ft_b["linear"], 4), study.passkey(ft_b["none"], 4),
+                           BEATS, floor=0.0)
+    tally(record, NAME, [v_loss, v_key])
+    keys = ", ".join(f"{name} {fmt(*seeds.t_interval(study.passkey(v, 4).tolist()))}"
+                     for name, v in (("linear", ft_b["linear"]), ("none", ft_b["none"])))
+    lines.append(f"| 4. fine-tuning without interpolation extends the context slowly ({NAME}) | "
+                 f"passkey accuracy after fine-tuning (the paper's metric); here also the loss | "
+                 f"ft_none_{CE_BUDGET} minus ft_linear_{CE_BUDGET}, loss at 4x: {fmt(*m_loss)}; "
+                 f"passkey greedy exact match at 4x, mean over depths: {keys}; linear minus none: "
+                 f"{fmt(*m_key)} | loss: interval above 0; passkey: linear beats none | "
+                 f"{combined_verdict([('loss', v_loss), ('passkey', v_key)])} |")
+    return lines

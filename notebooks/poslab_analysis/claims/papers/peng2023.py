@@ -1,0 +1,69 @@
+"""Peng et al. 2023, YaRN (and dynamic NTK scaling): rules 6 to 10 of the context-extension
+study. Dynamic scaling avoids the blow-up beyond s x L; YaRN beats PI and NTK without and after
+fine-tuning, needs fewer fine-tuning steps, and reads beyond its fine-tuning length."""
+from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, fmt
+from poslab_analysis.claims.studies.context_extension import CE_BUDGET, CE_BUDGETS, \
+    CE_WITHIN, best_of
+from poslab_analysis.statistics.seeds import paired
+
+NAME = "Peng et al. 2023"
+
+
+def context_extension(study, record=None):
+    loss, ft, ft_b = study.loss, study.ft, study.ft_b
+
+    def yarn_vs_best(read, gate=True):
+        return paired(read("zs_yarn_s4", 4, gate), best_of(read("zs_linear_s4", 4, gate),
+                                                           read("zs_ntk_s4", 4, gate)))
+
+    lines = []
+    # 6. Dynamic scaling avoids the blow-up beyond s x L.
+    lines.append(study.row("6. dynamic scaling avoids the blow-up beyond s x L", NAME,
+                           "perplexity without fine-tuning beyond the scaled window",
+                           "zs_dynamic_ntk_s1 minus zs_ntk_s4, loss at 16x",
+                           paired(loss("zs_dynamic_ntk_s1", 16), loss("zs_ntk_s4", 16)),
+                           "interval below 0", BELOW_ZERO, record))
+    # 7, 8. YaRN beats PI and NTK, without and after fine-tuning.
+    for read, source, extra in study.readings:
+        lines.append(study.row(
+            f"7. YaRN beats PI and NTK without fine-tuning (s = 4{source})", NAME,
+            "perplexity at the extended window",
+            "zs_yarn_s4 minus the better of zs_linear_s4 and zs_ntk_s4 (per seed), loss at 4x",
+            yarn_vs_best(read), "interval below 0", BELOW_ZERO, record,
+            study.ungated(lambda gate: yarn_vs_best(read, gate)) if extra else ""))
+    lines.append(study.row(
+        f"8. YaRN beats PI and NTK after fine-tuning ({CE_BUDGET} steps)", NAME,
+        "perplexity at the extended window after fine-tuning",
+        f"ft_yarn_{CE_BUDGET} minus the better of ft_linear_{CE_BUDGET} and ft_ntk_{CE_BUDGET}, "
+        "loss at 4x",
+        paired(loss(ft_b["yarn"], 4), best_of(loss(ft_b["linear"], 4), loss(ft_b["ntk"], 4))),
+        "interval below 0", BELOW_ZERO, record))
+    # 9. YaRN needs fewer fine-tuning steps.
+    for steps in (50, 100):
+        lines.append(study.row(
+            f"9. YaRN needs fewer fine-tuning steps ({steps} steps)", NAME,
+            "steps of fine-tuning to reach a perplexity",
+            f"ft_yarn_{steps} minus ft_linear_{steps}, loss at 4x",
+            paired(loss(ft[("yarn", steps)], 4), loss(ft[("linear", steps)], 4)),
+            "interval below 0", BELOW_ZERO, record))
+    target = loss("rope256", 4).mean()
+    reached = []
+    for method in ("none", "linear", "ntk", "yarn"):
+        first = next((steps for steps in CE_BUDGETS
+                      if loss(ft[(method, steps)], 4).mean() <= target + CE_WITHIN), None)
+        reached.append(f"{method} {first if first is not None else f'> {CE_BUDGETS[-1]}'}")
+    lines.append(study.reference(
+        "9. (the budget curve)", "not the paper's measure",
+        f"smallest budget whose mean loss at 4x is within {CE_WITHIN} of rope256's "
+        f"({target:.3f}): {', '.join(reached)}"))
+    # 10. YaRN extrapolates beyond its fine-tuning length.
+    lines.append(study.row(
+        "10. fine-tuned YaRN reads beyond its fine-tuning length", NAME,
+        "perplexity beyond the fine-tuning length (s x L)",
+        f"ft_yarn_{CE_BUDGET}, loss at 16x minus at 4x",
+        paired(loss(ft_b["yarn"], 16), loss(ft_b["yarn"], 4)),
+        f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees", AT_MOST_005,
+        record,
+        f"; beside it, the paper's range (2x the fine-tuning length: 64k -> 128k), 8x minus "
+        f"4x: {fmt(*paired(loss(ft_b['yarn'], 8), loss(ft_b['yarn'], 4)))}"))
+    return lines

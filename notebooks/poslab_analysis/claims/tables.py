@@ -1,0 +1,69 @@
+"""Which claims table a study gets, and which papers' rows it holds: the registry.
+
+A study directory is matched to a kind of study by its name (results/state_reuse,
+results/state_reuse-smoke, ...); the kind's module in claims/studies/ reads the study and writes
+the frame of the table, and each registered paper (claims/papers/NAME.py) adds its rows through
+a function named for the kind of study. To test a new paper's claim on an existing study, write
+claims/papers/NAME.py with NAME = "Author et al. YEAR" and a function named for the study, and
+add NAME to the study's line below (docs/12-analysis-code.md shows it)."""
+import importlib
+import os
+
+from poslab_analysis.claims.rules import Tally
+from poslab_analysis.claims.studies import context_extension, length_generalization, \
+    lm_extrapolation, state_reuse
+
+# kind of study: (its module, the papers whose rows its table holds, in order)
+TABLES = {
+    "lm_extrapolation": (lm_extrapolation, ("press2022",)),
+    "length_generalization": (length_generalization, ("kazemnejad2023", "ruoss2023")),
+    "state_reuse": (state_reuse, ("dai2019", "fortunes_control")),
+    "context_extension": (context_extension, ("chen2023", "bloc97_2023", "peng2023", "press2022",
+                                              "sun2023")),
+}
+# The order of the studies in the count per paper (summary_table).
+COUNTED = ("lm_extrapolation", "length_generalization", "state_reuse", "context_extension")
+VERDICTS = ("agree", "disagree", "inconclusive", "not measured")
+
+
+def papers_of(kind):
+    return [importlib.import_module(f"poslab_analysis.claims.papers.{name}")
+            for name in TABLES[kind][1]]
+
+
+def kind_of(study_dir):
+    """The kind of study of a directory by its name, or None: lm_extrapolation* (any suffix), or
+    KIND and KIND-SUFFIX (a smoke run) for the others."""
+    name = os.path.basename(study_dir.rstrip("/"))
+    if name.startswith("lm_extrapolation"):
+        return "lm_extrapolation"
+    for kind in TABLES:
+        if name == kind or name.startswith(kind + "-"):
+            return kind
+    return None
+
+
+def claims_table(study_dir, record=None, kind=None):
+    """The claims table of a study, as Markdown; verdicts counted in `record` (a Tally)."""
+    kind = kind or kind_of(study_dir)
+    return TABLES[kind][0].table(study_dir, papers_of(kind), record)
+
+
+def summary_table(results_dir):
+    """Per paper: how many comparisons of the claims tables agree, disagree, are inconclusive or
+    not measured (a row judged against several encodings counts each one)."""
+    record = Tally()
+    for kind in COUNTED:
+        if os.path.exists(os.path.join(results_dir, kind, "summary.csv")):
+            claims_table(os.path.join(results_dir, kind), record, kind)
+    papers = list(dict.fromkeys(p for p, _ in record.rows))
+    lines = ["| paper | claims rows | comparisons | " + " | ".join(VERDICTS) + " |",
+             "|---|---|---|" + "---|" * len(VERDICTS)]
+    for paper in papers:
+        parts = [v for p, vs in record.rows if p == paper for v in vs]
+        counts = [sum(1 for v in parts if v == verdict_name.split(" ")[0]) for verdict_name in
+                  VERDICTS]
+        rows = sum(1 for p, _ in record.rows if p == paper)
+        lines.append(f"| {paper} | {rows} | {len(parts)} | "
+                     + " | ".join(str(c) for c in counts) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""Layer 4: the figures (style.py: one colour, label and legend order per encoding)."""
