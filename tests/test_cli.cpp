@@ -161,6 +161,42 @@ TEST_CASE("eval --token-losses writes one loss per scored token, the same tokens
   }
 }
 
+TEST_CASE("eval.stride adds sliding-window rows beside the chunked ones, without memory",
+          "[cli][sliding]") {
+  ScratchDirectory scratch;
+  const fs::path run = scratch.path / "run";
+  const fs::path config = write_tiny_config(
+      scratch.path, "[memory]\nmem_len = 4\n[eval]\nbatches = 2\nstride = 3\n"
+                    "length_factors = [2]\n");
+  const Outcome r =
+      run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'");
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  std::ifstream in(run / "eval.json");
+  const nlohmann::json rows = nlohmann::json::parse(in)["evaluations"];
+  std::vector<std::string> kinds;
+  for (const auto& row : rows) kinds.push_back(row["kind"]);
+  // The chunked rows first and unchanged in order (the main one decides the run's loss).
+  CHECK(kinds == std::vector<std::string>{"main", "length", "main_sliding", "length_sliding"});
+  CHECK(!rows[0].contains("stride"));
+  for (int i : {2, 3}) {
+    INFO(kinds[std::size_t(i)]);
+    const nlohmann::json& row = rows[std::size_t(i)];
+    CHECK(row["stride"] == 3);
+    CHECK(row["mem_len"] == 0);  // a window is read from scratch
+    CHECK(row["seq_len"] == rows[std::size_t(i - 2)]["seq_len"]);
+    // The chunked row's scored bytes (eval.batches x rows x length), rounded up to whole
+    // windows of 3: 32 -> 33 (11 windows), 64 -> 66 (22).
+    const int chunked = rows[std::size_t(i - 2)]["tokens"].get<int>();
+    CHECK(chunked == 2 * 2 * row["seq_len"].get<int>());
+    CHECK(row["tokens"] == (chunked + 2) / 3 * 3);
+    CHECK(row["loss"].get<double>() > 0);
+    CHECK(row["loss"].get<double>() < 6);  // about ln 256 = 5.5 after 2 steps
+    CHECK(!row.contains("exact_match"));
+  }
+  CHECK(rows[3]["seq_len"] == 16);
+}
+
 TEST_CASE("eval --passkey reads the passkey grid of a finished run, from its config or --set",
           "[cli][passkey]") {
   ScratchDirectory scratch;

@@ -469,6 +469,31 @@ TEST_CASE("a generated task needs a vocabulary of printable bytes", "[config][ta
 // [eval]: lists of numbers
 // ---------------------------------------------------------------------------------------------
 
+TEST_CASE("eval.stride: off by default, 1 to the shortest evaluated length, language models only",
+          "[config][errors][sliding]") {
+  CHECK(load("").eval.stride == -1);
+  CHECK(load("[eval]\nstride = 1\n").eval.stride == 1);
+  CHECK(load("[train]\nseq_len = 64\n[eval]\nstride = 64\n").eval.stride == 64);
+  CHECK(load("[train]\nseq_len = 64\n[eval]\nstride = 32\nlength_factors = [0.5, 4]\n")
+            .eval.stride == 32);
+  CHECK_THROWS_WITH(load("[eval]\nstride = 0\n"),
+                    "quick.toml:2: eval.stride = 0: a sliding window must move by at least 1 byte "
+                    "(1 <= eval.stride <= the evaluated length; -1 = off)");
+  CHECK_THROWS_WITH(load("[eval]\nstride = -2\n"), "quick.toml:2: eval.stride must be >= -1, got -2");
+  CHECK_THROWS_WITH(load("[train]\nseq_len = 64\n[eval]\nstride = 65\n"),
+                    "quick.toml:4: eval.stride (65) is above the shortest evaluated length, "
+                    "train.seq_len = 64 bytes: a window cannot move by more than its own length");
+  CHECK_THROWS_WITH(load("[train]\nseq_len = 64\n[eval]\nstride = 33\nlength_factors = [4, 0.5]\n"),
+                    Contains("quick.toml:4: eval.stride (33) is above the shortest evaluated "
+                             "length, train.seq_len x 0.5 (eval.length_factors) = 32 bytes"));
+  CHECK_THROWS_WITH(load("[train]\nseq_len = 64\n[eval]\nseq_len = 16\n", {"eval.stride=20"}),
+                    Contains("--set eval.stride=20: eval.stride (20) is above the shortest "
+                             "evaluated length, eval.seq_len = 16 bytes"));
+  CHECK_THROWS_WITH(load("[eval]\nstride = 4\n[task]\nname = \"copy\"\n"),
+                    Contains("quick.toml:2: eval.stride: sliding-window evaluation reads a text "
+                             "stream") && Contains("not task 'copy'"));
+}
+
 TEST_CASE("eval factors are arrays of numbers, each checked on its own", "[config][errors]") {
   const Config c = load("[eval]\nlength_factors = [2, 0.5]\nmemory_factors = [0]\nbatches = 0\n");
   CHECK(c.eval.length_factors == std::vector<double>{2.0, 0.5});

@@ -32,6 +32,7 @@
 #include "train/registered_choices.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
+#include "train/sliding_window.hpp"
 #include "train/stop_request.hpp"
 #include "train/train.hpp"
 #include "train/training_state.hpp"
@@ -60,6 +61,10 @@ struct EvalSetting {
   // Models trained with randomized positions: sample positions at evaluation too (kind
   // "length_sampled"), from a fixed seed so that every run reads the same positions.
   bool sample_positions = false;
+  // Sliding-window evaluation (eval.stride; kinds "main_sliding", "length_sliding"): windows of
+  // seq_len bytes moving by `stride`, each scoring its last `stride` bytes, no memory. 0 = the
+  // usual non-overlapping chunks.
+  int stride = 0;
 };
 
 // The batches of one evaluation setting, from the split eval.split, eval.batch_size rows each.
@@ -98,6 +103,36 @@ std::pair<double, double> wilson_interval(double p, long n) {
 // run and every setting reads the same sample, whatever its training drew.
 constexpr std::uint64_t kEvaluationPositionSeed = 0xE7A1'0A7E;
 
+// A sliding-window setting (train/sliding_window.hpp) on the stream of eval.split: the scored
+// bytes of the chunked setting of the same length (eval.batches x rows x seq_len), rounded up to
+// whole windows of `stride` bytes; eval.batches = 0: the whole split, less the first
+// seq_len - stride bytes, which no window scores. No loss by position: every scored byte is at
+// one of the window's last `stride` positions.
+nlohmann::json evaluate_sliding_setting(TransformerLM<float>& model, const Config& cfg,
+                                        const EvalSetting& s, nlohmann::json row) {
+  const auto tokens =
+      corpus_split_tokens(cfg, cfg.eval.split == "test" ? Split::test : Split::valid);
+  const int rows = evaluation_batch_size(cfg);
+  reset_peak_memory();
+  const EvalResult r = evaluate_sliding_window(
+      model, *tokens,
+      SlidingWindowOptions{.attn_len = s.seq_len, .stride = s.stride,
+                           .max_targets = cfg.eval.batches > 0
+                                              ? long(cfg.eval.batches) * rows * s.seq_len
+                                              : 0,
+                           .batch = rows});
+  row.update({{"loss", r.loss},  // no exact_match: a window's rows are not instances
+              {"accuracy", r.accuracy},
+              {"tokens", r.tokens},
+              {"peak_memory_mb", double(peak_memory_bytes()) / (1 << 20)}});
+  std::cout << std::fixed << std::setprecision(4) << "eval " << s.kind << " x"
+            << std::setprecision(2) << s.factor << std::setprecision(4) << ": windows of "
+            << s.seq_len << ", stride " << s.stride << " | loss " << r.loss << " | accuracy "
+            << std::setprecision(3) << r.accuracy << " | " << r.tokens << " scored tokens"
+            << std::endl;
+  return row;
+}
+
 // Evaluates one setting. A setting the model cannot run (a learned table too short for the
 // length) is recorded with its error, not dropped. peak_memory_mb is the peak resident memory of
 // the process during this setting alone.
@@ -105,9 +140,11 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
                                 const EvalSetting& s, std::vector<float>* token_losses = nullptr) {
   nlohmann::json row = {{"kind", s.kind}, {"factor", s.factor}, {"seq_len", s.seq_len},
                         {"mem_len", s.mem_len}, {"split", cfg.eval.split}};
+  if (s.stride > 0) row["stride"] = s.stride;
   try {
     check_memory(cfg, evaluation_batch_size(cfg), s.seq_len, s.mem_len, /*training=*/false,
                  main_setting_name(s));
+    if (s.stride > 0) return evaluate_sliding_setting(model, cfg, s, row);
     auto source = evaluation_source(cfg, s);
     if (s.sample_positions)
       model.enable_randomized_positions(kEvaluationPositionSeed, cfg.train.max_position);
@@ -230,6 +267,19 @@ std::vector<EvalSetting> evaluation_plan(const Config& cfg, bool independent_row
         sampled.kind += "_sampled";
         sampled.sample_positions = true;
         plan.push_back(sampled);
+      }
+  }
+  // Sliding windows (eval.stride; language models): the main length and every length factor
+  // again, read as Press et al. and Peng et al. read them, after every chunked row.
+  if (cfg.eval.stride > 0) {
+    const std::size_t settings = plan.size();
+    for (std::size_t i = 0; i < settings; ++i)
+      if (plan[i].kind == "main" || plan[i].kind == "length") {
+        EvalSetting sliding = plan[i];
+        sliding.kind += "_sliding";
+        sliding.mem_len = 0;
+        sliding.stride = cfg.eval.stride;
+        plan.push_back(sliding);
       }
   }
   return plan;

@@ -115,6 +115,12 @@ struct EvalConfig {
   std::vector<double> length_factors = {};
   // State reuse: also evaluate with memory train.seq_len * f for each f (segment train.seq_len).
   std::vector<double> memory_factors = {};
+  // Sliding-window evaluation (Press et al. 2022, Peng et al. 2023; train/sliding_window.hpp),
+  // language models only: beside the main evaluation and each length factor (non-overlapping
+  // chunks), a row scored with windows of that length moving by `stride` bytes, each window
+  // scoring its last `stride` bytes (so every scored byte sees at least length - stride bytes
+  // before it), without memory. -1 = off; otherwise 1 <= stride <= the shortest such length.
+  int stride = -1;
   int batches = 16;  // batches per setting of the final evaluation plan (0 = one whole pass;
                      // a generated task's evaluation set is this many batches, 0 -> 16)
   // Which held-out data the final evaluation plan reads: "valid" while choosing settings,

@@ -429,6 +429,7 @@ const std::vector<Field>& schema() {
       LIST_KEY(eval, length_factors,
                (Bounds{.min = 0, .min_included = false, .max_included = false})),
       LIST_KEY(eval, memory_factors, (Bounds{.min = 0, .max_included = false})),
+      KEY(eval, stride, at_least(-1)),   // -1 = off; 0 refused below, with the reason
       KEY(eval, batches, at_least(0)),
       KEY(eval, split, one_of({"valid", "test"})),
       KEY(eval, batch_size, at_least(0)),
@@ -754,6 +755,30 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
     fail(blame({"eval.passkey_depths", "eval.passkey_length_factors"}),
          "eval.passkey_depths is empty: the passkey evaluation of eval.passkey_length_factors "
          "needs at least one depth (e.g. [0, 0.25, 0.5, 0.75, 1])");
+  // Sliding-window evaluation: a window moves by 1 to its own length, on a text stream.
+  if (e.stride == 0)
+    fail(blame({"eval.stride"}),
+         "eval.stride = 0: a sliding window must move by at least 1 byte (1 <= eval.stride <= "
+         "the evaluated length; -1 = off)");
+  if (e.stride > 0) {
+    if (config.task.name != "lm")
+      fail(blame({"eval.stride", "task.name"}),
+           "eval.stride: sliding-window evaluation reads a text stream, for language models "
+           "(task.name = \"lm\"), not task '" + config.task.name + "'");
+    // The shortest window: the main evaluation's segment, or a length factor's.
+    std::int64_t shortest = e.seq_len > 0 ? e.seq_len : t.seq_len;
+    std::string which = e.seq_len > 0 ? "eval.seq_len" : "train.seq_len";
+    for (double f : e.length_factors)
+      if (const auto len = std::int64_t(std::llround(double(t.seq_len) * f)); len < shortest) {
+        shortest = len;
+        which = "train.seq_len x " + number_text(f) + " (eval.length_factors)";
+      }
+    if (e.stride > shortest)
+      fail(blame({"eval.stride"}),
+           "eval.stride (" + std::to_string(e.stride) + ") is above the shortest evaluated "
+           "length, " + which + " = " + std::to_string(shortest) + " bytes: a window cannot "
+           "move by more than its own length");
+  }
   // That every instance fits its length is the rule of task "lm" (tasks/lm.cpp).
   // The rules of the chosen encoding and task (learned's max_len covers the evaluated lengths,
   // a generated task's tokens fit the vocabulary), written by their owners.

@@ -57,6 +57,18 @@ PasskeyGenerator make_passkey_generator(const Config& cfg, Split split) {
                           format);
 }
 
+std::shared_ptr<const std::vector<std::int32_t>> corpus_split_tokens(const Config& cfg,
+                                                                     Split split) {
+  const auto corpus = cached_split(cfg.data);
+  const std::vector<std::int32_t>& tokens =
+      split == Split::train ? corpus->train : split == Split::valid ? corpus->valid : corpus->test;
+  if (tokens.empty())
+    throw std::runtime_error(std::string("the corpus ") + cfg.data.path + " has no " +
+                             split_name(split) + " split (set data." +
+                             (split == Split::test ? "test" : "valid") + "_fraction > 0)");
+  return std::shared_ptr<const std::vector<std::int32_t>>(corpus, &tokens);  // shares the cache
+}
+
 std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSpec& spec) {
   if (cfg.task.name == "lm") {
     const auto split = cached_split(cfg.data);

@@ -43,4 +43,10 @@ std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSp
 // std::runtime_error when the corpus cannot be read or has no such split.
 PasskeyGenerator make_passkey_generator(const Config& cfg, Split split);
 
+// The tokens of one split of task "lm"'s corpus (data.path), read through the same cache as
+// make_batch_source (the sliding-window evaluation reads the stream itself). Throws
+// std::runtime_error when the corpus cannot be read or the split is empty.
+std::shared_ptr<const std::vector<std::int32_t>> corpus_split_tokens(const Config& cfg,
+                                                                     Split split);
+
 }  // namespace poslab

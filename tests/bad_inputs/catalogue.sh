@@ -156,6 +156,10 @@ expect_error passkey_fraction_short "train.passkey_fraction: train.seq_len (8) i
 expect_error passkey_format_name "eval.passkey_format must be one of paper, compact" "$POSLAB" "${T[@]}" --set eval.passkey_format=short --out out
 expect_error passkey_compact_short "x 2 = 16 bytes is shorter than a passkey instance with no filler (27 bytes in the compact format" "$POSLAB" "${T[@]}" --set eval.passkey_format=compact --set 'eval.passkey_length_factors=[2]' --out out
 expect_error passkey_filler_longer_than_split "which holds only" "$POSLAB" "${T[@]}" --set train.seq_len=128 --set 'eval.passkey_length_factors=[20]' --out out
+# Sliding-window evaluation (issue 35): a stride that cannot move a window.
+expect_error stride_zero "eval.stride = 0: a sliding window must move by at least 1 byte" "$POSLAB" "${T[@]}" --set eval.stride=0 --out out
+expect_error stride_above_length "eval.stride (9) is above the shortest evaluated length, train.seq_len = 8 bytes" "$POSLAB" "${T[@]}" --set eval.stride=9 --out out
+expect_error stride_not_lm "sliding-window evaluation reads a text stream" "$POSLAB" "${T[@]}" --set task.name=copy --set eval.stride=4 --out out
 # --- Accepted bad input ---------------------------------------------------------------------
 expect_error nonfinite_eps "train.eps must be a finite number" "$POSLAB" "${T[@]}" --set train.eps=inf --out out
 expect_error option_beyond_int32 "encoding.clip_k must be in [-2147483648, 2147483647] to fit its C++ type" "$POSLAB" "${T[@]}" --set encoding.type=shaw --set encoding.clip_k=4294967296 --out out
