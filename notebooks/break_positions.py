@@ -32,9 +32,9 @@ import pandas as pd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-import extension_figures  # noqa: E402
 from poslab_analysis.statistics import seeds as poslab_stats  # noqa: E402
 import rope_wavelengths  # noqa: E402
+from poslab_analysis.reading.study_files import variant_table  # noqa: E402
 
 LONGEST = 1024  # the bytes of the longest read
 BIN = 8         # bytes per bin (extension_loss_by_position: 8 bins per L = 64)
@@ -74,7 +74,7 @@ def first_break(curve, bigram):
 
 
 def main(study_dir, poslab, check=False):
-    info = extension_figures.variant_table(study_dir)
+    info = variant_table(study_dir)
     summary = pd.read_csv(os.path.join(study_dir, "summary.csv"))
     positions = pd.read_csv(os.path.join(study_dir, "loss_by_position.csv.gz"))
     bigram = float(summary["bigram_loss"].dropna().iloc[0])

@@ -12,7 +12,7 @@ What the site holds (DIR/index.html; everything it needs is inside DIR):
   - the claims tables (notebooks/claims.py) and the study's tables (notebooks/study_tables.py),
     and the protocol (experiments/NAME.protocol.md), as Markdown the page renders;
   - every standard figure of notebooks/poslab_plots.py as interactive Vega-Lite charts
-    (notebooks/report_figures.py);
+    (notebooks/poslab_analysis/figures/charts_backend.py);
   - the run table: status, difference from the study's base, gate, final losses, provenance;
   - the learning curves of every run that has a metrics.csv.
 
@@ -38,9 +38,9 @@ import pandas as pd
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import claims  # noqa: E402
-import report_figures  # noqa: E402
-import study_tables  # noqa: E402
-from report_figures import finite  # noqa: E402
+from poslab_analysis.figures import charts_backend  # noqa: E402
+from poslab_analysis.figures.charts import finite  # noqa: E402
+from poslab_analysis.statistics import study_tables  # noqa: E402
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WEB = os.path.join(SOURCE, "web")
@@ -176,7 +176,7 @@ def build(study_dir, out_dir, planned):
     if tables_text and "|" not in tables_text:  # not a Markdown table (a plain description)
         tables_text = "```\n" + tables_text + "\n```"
     protocol, protocol_path = protocol_text(study_dir, name)
-    figures, not_interactive = report_figures.standard_figures(study_dir)
+    figures, not_interactive = charts_backend.standard_figures(study_dir)
     runs, curves = run_table(study_dir, summary, planned)
 
     data = {

@@ -23,7 +23,7 @@ import pandas as pd
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
-import poslab_plots  # noqa: E402
+from poslab_analysis.figures import plots, plots_bench  # noqa: E402
 
 D_MODEL, HEADS, L, S = 64, 4, 64, 4
 MODEL = f"--set model.d_model={D_MODEL} --set model.n_heads={HEADS}"
@@ -65,20 +65,20 @@ def draw(poslab, out_dir):
     data_path = os.path.join(out_dir, "rope_wavelengths.csv")
     data[["panel", "curve", "pair", "theta", "theta_scaled", "wavelength", "rotations_L",
           "interpolation"]].to_csv(data_path, index=False, float_format="%.10g")
-    return poslab_plots.rope_wavelengths(panels, L, S, out_dir) + [data_path]
+    return plots_bench.rope_wavelengths(panels, L, S, out_dir) + [data_path]
 
 
 def check(poslab):
     sys.path.insert(0, os.path.join(REPO, "tests", "figures"))
     import lint_figures
     problems = []
-    original_save = poslab_plots.save
+    original_save = plots.save
 
     def linted_save(fig, out_dir, name):
         problems.extend(lint_figures.lint(fig, name))
         return original_save(fig, out_dir, name)
 
-    poslab_plots.save = linted_save
+    plots.save = linted_save
     with tempfile.TemporaryDirectory() as out_dir:
         draw(poslab, out_dir)
         with open(os.path.join(out_dir, "rope_wavelengths.csv")) as f:

@@ -9,9 +9,10 @@ Layers, each importing only the ones before it (tests/notebooks/check_imports.py
   claims/       rules.py (the rules every verdict follows), studies/ (how each kind of study is
                 read and the frame of its table), papers/ (one module per paper: its rows),
                 tables.py (which papers each study's table holds), paper_metrics.py
-  figures/      the figure style; the figures a study gets (static PNG/SVG, interactive report)
+  figures/      style.py; figure_sets.py (which figures a study gets); plots*.py (static,
+                matplotlib) and charts*.py (interactive, Vega-Lite), each with its backend
 
 The entry points are the scripts beside this folder in notebooks/: claims.py, poslab_plots.py
 (`poslab plot`), report.py (`poslab report`), recl.py, bootstrap.py, and the notebooks.
-docs/12-analysis-code.md says where a new claim, figure kind or study kind goes.
+docs/analysis-code.md says where a new claim, figure kind or study kind goes.
 """

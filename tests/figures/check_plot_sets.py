@@ -10,7 +10,7 @@ A results folder whose standard figures are deliberately not committed is listed
 NOT_COMMITTED with the reason; for it only a clean `poslab plot` is checked.
 
 It also checks that `poslab report` has an interactive twin of every figure: for every study
-folder, the figures of notebooks/report_figures.standard_figures must have the names of the
+folder, the figures of notebooks/poslab_analysis/figures/charts_backend.standard_figures must have the names of the
 figures `poslab plot` drew there (without .png), none missing and none more.
 """
 import os
@@ -61,8 +61,9 @@ def report_problems(rel, copy, made):
     drew there."""
     if not os.path.exists(os.path.join(copy, "summary.csv")):  # results/bench: no report
         return []
-    import report_figures  # needs pandas and the notebooks' modules, as poslab plot does
-    figures, not_interactive = report_figures.standard_figures(copy)
+    # needs pandas and the notebooks' modules, as poslab plot does
+    from poslab_analysis.figures import charts_backend
+    figures, not_interactive = charts_backend.standard_figures(copy)
     interactive = {f["name"] for f in figures}
     drawn = {name[:-len(".png")] for name in made if name.endswith(".png")}
     problems = []

@@ -5,11 +5,11 @@ notes).
     /usr/bin/python3 tests/figures/lint_figures.py               (CTest: figure_lint)
     /usr/bin/python3 tests/figures/lint_figures.py --self-test   (the lint can fail)
 
-How: poslab_plots.save is wrapped so that, before a figure is written (to a temporary folder,
+How: poslab_analysis/figures/plots.save is wrapped so that, before a figure is written (to a temporary folder,
 never over the committed files), the canvas is drawn and matplotlib reports every text's
 bounding box in pixels. Tick labels of ticks outside an axis' view limits are not drawn and are
 left out. Two boxes overlap when they share more than 1 pixel both ways. Nothing can be clipped
-at the image's edge: poslab_plots saves with bbox_inches="tight", which grows the image to hold
+at the image's edge: plots.save saves with bbox_inches="tight", which grows the image to hold
 every text (legends outside the panels included).
 """
 import itertools
@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "notebooks"))
 import poslab_plots  # noqa: E402
+from poslab_analysis.figures import plots  # noqa: E402
 
 SLACK = 1.0  # pixels of overlap tolerated (antialiasing)
 
@@ -83,13 +84,13 @@ def redraw_all(out_dir):
     """Every committed figure's study (a results folder with summary.csv, and results/bench),
     redrawn into out_dir with the lint run on each figure. Returns the problems."""
     problems = []
-    original_save = poslab_plots.save
+    original_save = plots.save
 
     def linted_save(fig, _dir, name):
         problems.extend(lint(fig, f"{os.path.relpath(_dir, out_dir)}/{name}"))
         return original_save(fig, _dir, name)
 
-    poslab_plots.save = linted_save
+    plots.save = linted_save
     try:
         results = os.path.join(REPO, "results")
         studies = []
@@ -113,7 +114,7 @@ def redraw_all(out_dir):
         poslab_plots.scaling(bench, os.path.join(out_dir, "bench", "figures"))
         poslab_plots.eval_memory(bench, os.path.join(out_dir, "bench", "figures"))
     finally:
-        poslab_plots.save = original_save
+        plots.save = original_save
     return problems, len(studies) + 1
 
 

@@ -11,7 +11,7 @@ import sys
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 sys.path.insert(0, os.path.join(REPO, "notebooks"))
-import study_tables  # noqa: E402
+from poslab_analysis.statistics import study_tables  # noqa: E402
 
 
 def main():

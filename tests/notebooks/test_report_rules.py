@@ -22,10 +22,9 @@ import pandas as pd
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "notebooks"))
-import extension_figures  # noqa: E402
 import report  # noqa: E402
-import report_extension_figures  # noqa: E402
-import study_tables  # noqa: E402
+from poslab_analysis.figures import charts_extension, plots_extension  # noqa: E402
+from poslab_analysis.statistics import study_tables  # noqa: E402
 
 # The newcomer's question: does YaRN s = 8 fine-tuned at 256 bytes hold at 512, against s = 4?
 STUDY_TOML = """
@@ -123,7 +122,7 @@ class Study(unittest.TestCase):
             f.write(STUDY_TOML)
         self.summary = summary_rows()
         self.summary.to_csv(os.path.join(self.study_dir, "summary.csv"), index=False)
-        self.info = extension_figures.variant_table(self.study_dir)
+        self.info = plots_extension.variant_table(self.study_dir)
 
     def tearDown(self):
         self.tmp.cleanup()
@@ -131,8 +130,8 @@ class Study(unittest.TestCase):
 
 class BudgetCurves(Study):
     def test_one_curve_per_scaling_and_factor(self):
-        _, _, points = extension_figures.budget_setup(self.summary, self.info)
-        curves = {label: rows for label, rows, _ in extension_figures.budget_curves(points)}
+        _, _, points = plots_extension.budget_setup(self.summary, self.info)
+        curves = {label: rows for label, rows, _ in plots_extension.budget_curves(points)}
         self.assertEqual(sorted(curves), ["yarn, s = 4", "yarn, s = 8"])
         for factor, label in ((4, "yarn, s = 4"), (8, "yarn, s = 8")):
             rows = curves[label]
@@ -143,20 +142,20 @@ class BudgetCurves(Study):
             self.assertEqual(rows.groupby("steps")["run"].nunique().tolist(), [2, 2])
 
     def test_the_second_factor_is_dashed(self):
-        _, _, points = extension_figures.budget_setup(self.summary, self.info)
-        styles = {label: style for label, _, style in extension_figures.budget_curves(points)}
+        _, _, points = plots_extension.budget_setup(self.summary, self.info)
+        styles = {label: style for label, _, style in plots_extension.budget_curves(points)}
         self.assertEqual(styles["yarn, s = 4"]["color"], styles["yarn, s = 8"]["color"])
         self.assertEqual(styles["yarn, s = 4"].get("ls", "-"), "-")  # first in the study file
         self.assertEqual(styles["yarn, s = 8"].get("ls"), "--")
 
     def test_one_factor_keeps_the_scaling_as_the_label(self):
         one = self.summary[~self.summary["variant"].isin(["ft_yarn_s8", "zs_yarn_s8"])]
-        _, _, points = extension_figures.budget_setup(one, self.info)
-        labels = [label for label, _, _ in extension_figures.budget_curves(points)]
+        _, _, points = plots_extension.budget_setup(one, self.info)
+        labels = [label for label, _, _ in plots_extension.budget_curves(points)]
         self.assertEqual(labels, ["yarn"])
 
     def test_the_report_draws_the_same_curves(self):
-        figure = report_extension_figures.budget_figure(self.summary, self.info)
+        figure = charts_extension.budget_figure(self.summary, self.info)
         rows = figure["panels"][0]["data"]["values"]
         gated = [r for r in rows if r["set"] == "gated"]
         self.assertEqual(sorted({r["series"] for r in gated}), ["yarn, s = 4", "yarn, s = 8"])
@@ -173,7 +172,7 @@ class LegendEntries(Study):
 
     def test_no_legend_entry_for_a_curve_without_points(self):
         positions = position_rows(self.summary)
-        figure = report_extension_figures.position_figure(self.summary, positions, self.info)
+        figure = charts_extension.position_figure(self.summary, positions, self.info)
         self.assertIsNotNone(figure)
         for panel in figure["panels"]:
             series = {r["series"] for r in panel["data"]["values"]}
@@ -182,7 +181,7 @@ class LegendEntries(Study):
             self.assertNotIn("rope128 (no scaling)", legend)  # never read at 1,024
 
     def test_a_curve_with_points_keeps_its_entry(self):
-        figure = report_extension_figures.loss_vs_length_figure(self.summary, self.info)
+        figure = charts_extension.loss_vs_length_figure(self.summary, self.info)
         zero_shot = figure["panels"][1]
         self.assertIn("rope128 (no scaling)", self.legend_of(zero_shot))
 

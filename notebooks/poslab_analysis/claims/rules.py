@@ -87,11 +87,11 @@ def pooled_within(groups, low_band, high_band):
     interval lies wholly outside the band; else inconclusive. Returns (verdict, pooled
     intervals as (p, low, high, answers))."""
     pooled, contradicting = [], False
-    for seeds in groups:
-        k, n = sum(s[0] for s in seeds), sum(s[1] for s in seeds)
+    for per_seed in groups:
+        k, n = sum(s[0] for s in per_seed), sum(s[1] for s in per_seed)
         p, low, high = wilson(k, n)
         pooled.append((p, low, high, n))
-        for ks, ns in seeds:
+        for ks, ns in per_seed:
             _, lo_s, hi_s = wilson(ks, ns)
             contradicting |= lo_s > high_band or hi_s < low_band
     if not pooled or any(n == 0 for *_, n in pooled):

@@ -5,7 +5,7 @@ results/state_reuse-smoke, ...); the kind's module in claims/studies/ reads the 
 the frame of the table, and each registered paper (claims/papers/NAME.py) adds its rows through
 a function named for the kind of study. To test a new paper's claim on an existing study, write
 claims/papers/NAME.py with NAME = "Author et al. YEAR" and a function named for the study, and
-add NAME to the study's line below (docs/12-analysis-code.md shows it)."""
+add NAME to the study's line of PAPERS below (docs/analysis-code.md shows it)."""
 import importlib
 import os
 
@@ -13,13 +13,16 @@ from poslab_analysis.claims.rules import Tally
 from poslab_analysis.claims.studies import context_extension, length_generalization, \
     lm_extrapolation, state_reuse
 
-# kind of study: (its module, the papers whose rows its table holds, in order)
-TABLES = {
-    "lm_extrapolation": (lm_extrapolation, ("press2022",)),
-    "length_generalization": (length_generalization, ("kazemnejad2023", "ruoss2023")),
-    "state_reuse": (state_reuse, ("dai2019", "fortunes_control")),
-    "context_extension": (context_extension, ("chen2023", "bloc97_2023", "peng2023", "press2022",
-                                              "sun2023")),
+# The kinds of study that have a claims table, and the module that reads each.
+STUDIES = {"lm_extrapolation": lm_extrapolation, "length_generalization": length_generalization,
+           "state_reuse": state_reuse, "context_extension": context_extension}
+# The registry: the papers (claims/papers/NAME.py) whose rows each study's table holds, in
+# order, one line per study.
+PAPERS = {
+    "lm_extrapolation": "press2022",
+    "length_generalization": "kazemnejad2023 ruoss2023",
+    "state_reuse": "dai2019 fortunes_control",
+    "context_extension": "chen2023 bloc97_2023 peng2023 press2022 sun2023",
 }
 # The order of the studies in the count per paper (summary_table).
 COUNTED = ("lm_extrapolation", "length_generalization", "state_reuse", "context_extension")
@@ -28,7 +31,7 @@ VERDICTS = ("agree", "disagree", "inconclusive", "not measured")
 
 def papers_of(kind):
     return [importlib.import_module(f"poslab_analysis.claims.papers.{name}")
-            for name in TABLES[kind][1]]
+            for name in PAPERS[kind].split()]
 
 
 def kind_of(study_dir):
@@ -37,7 +40,7 @@ def kind_of(study_dir):
     name = os.path.basename(study_dir.rstrip("/"))
     if name.startswith("lm_extrapolation"):
         return "lm_extrapolation"
-    for kind in TABLES:
+    for kind in STUDIES:
         if name == kind or name.startswith(kind + "-"):
             return kind
     return None
@@ -46,7 +49,7 @@ def kind_of(study_dir):
 def claims_table(study_dir, record=None, kind=None):
     """The claims table of a study, as Markdown; verdicts counted in `record` (a Tally)."""
     kind = kind or kind_of(study_dir)
-    return TABLES[kind][0].table(study_dir, papers_of(kind), record)
+    return STUDIES[kind].table(study_dir, papers_of(kind), record)
 
 
 def summary_table(results_dir):

@@ -1,4 +1,4 @@
-"""The standard figures of notebooks/poslab_plots.py as interactive Vega-Lite charts, for
+"""The standard figures of notebooks/plots.py as interactive Vega-Lite charts, for
 `poslab report` (notebooks/report.py).
 
 Each figure is the same selection of rows as its PNG twin (the same panels, curves and gate), but
@@ -13,8 +13,7 @@ show) and over every run; the page switches between them with one check box (the
 """
 import pandas as pd
 
-import extension_figures
-import poslab_plots
+from poslab_analysis.figures import plots, plots_passkey
 from poslab_analysis.statistics import seeds as poslab_stats
 from poslab_analysis.figures import style as poslab_style
 from poslab_analysis.figures.style import ordered
@@ -49,14 +48,14 @@ def mean_rows(frame, x, y, series, extra=None):
     """Mean and 95% t interval of y at each x, per series, over the gated runs (set "gated") and
     over every run (set "all"): the rows of one panel's data."""
     rows = []
-    for subset, part in (("gated", poslab_plots.gated(frame)), ("all", frame)):
+    for subset, part in (("gated", plots.gated(frame)), ("all", frame)):
         for name in ordered(part[series]) if series in part else [None]:
             curve = part if name is None else part[part[series] == name]
             for value, group in curve.groupby(x):
                 mean, low, high, n = poslab_stats.t_interval(group[y])
                 if n == 0:
                     continue
-                if y in ("accuracy", "exact_match"):  # as in poslab_plots.mean_band
+                if y in ("accuracy", "exact_match"):  # as in plots.mean_band
                     low, high = (max(low, 0), min(high, 1)) if n > 1 else (low, high)
                 elif y == "loss" and n > 1:
                     low = max(low, 0)
@@ -168,11 +167,11 @@ def length_figure(summary, metric, name):
     rows = every_row.dropna(subset=[metric])
     if rows.empty:
         return None
-    col = poslab_plots.panel_column(rows)
+    col = plots.panel_column(rows)
     panels = []
     for group in (ordered(rows[col]) if col else [None]):
         sub = rows if group is None else rows[rows[col] == group]
-        series = poslab_plots.series_column(sub)
+        series = plots.series_column(sub)
         refs = [(1.0, "trained length", "x")]
         if metric == "loss" and "unigram_loss" in sub and sub["unigram_loss"].notna().any():
             refs.append((float(sub["unigram_loss"].mean()), "unigram", "y"))
@@ -180,7 +179,7 @@ def length_figure(summary, metric, name):
             refs.append((0.5, "chance", "y"))
         panels.append(curve_panel(
             mean_rows(sub, "factor", metric, series),
-            poslab_plots.panel_title(col, group) if group is not None else metric,
+            plots.panel_title(col, group) if group is not None else metric,
             "evaluation length / training length",
             "loss (nats per scored token)" if metric == "loss" else metric.replace("_", " "),
             {"type": "log", "base": 2}, ordered(sub[series]), refs, x_format="~g",
@@ -193,7 +192,7 @@ def memory_figure(summary, name="loss_vs_memory"):
     rows = summary[summary["kind"] == "memory"].dropna(subset=["loss"])
     if rows.empty:
         return None
-    col = poslab_plots.panel_column(rows)
+    col = plots.panel_column(rows)
     groups = [(t, m) for t in (ordered(rows[col]) if col else [None])
               for m in (sorted(rows["memory.mem_len"].unique()) if "memory.mem_len" in rows
                         else [None])]
@@ -204,8 +203,8 @@ def memory_figure(summary, name="loss_vs_memory"):
             sub = sub[sub["memory.mem_len"] == trained]
         if sub.empty:
             continue
-        series = poslab_plots.series_column(sub)
-        parts = [poslab_plots.panel_title(col, group)] if group is not None else []
+        series = plots.series_column(sub)
+        parts = [plots.panel_title(col, group)] if group is not None else []
         refs = []
         if trained is not None:
             parts.append(f"trained with memory {trained:g}")
@@ -229,7 +228,7 @@ def position_figure(positions, kind, name):
     if kind == "memory" and "memory.mem_len" in rows:
         rows = rows[rows["memory.mem_len"] == rows["memory.mem_len"].max()]
         note = f"models trained with memory {int(rows['memory.mem_len'].max())}"
-    col = poslab_plots.panel_column(rows)
+    col = plots.panel_column(rows)
     if kind == "memory":
         settings, column, text = sorted({rows["mem_len"].min(), rows["mem_len"].max()}), \
             "mem_len", "evaluation memory {:g}"
@@ -241,16 +240,16 @@ def position_figure(positions, kind, name):
             sub = rows[rows[column] == value]
             if group is not None:
                 sub = sub[sub[col] == group]
-            series = poslab_plots.series_column(sub)
+            series = plots.series_column(sub)
             refs = []
-            if kind == "length":  # bins of positions, as poslab_plots.loss_by_position
+            if kind == "length":  # bins of positions, as plots.loss_by_position
                 trained = int(rows["seq_len"].min())
                 width = max(1, trained // 16)
                 sub = sub.assign(position=(sub["position"] // width) * width + (width - 1) / 2)
                 keys = [c for c in ("run", series, "position", "in_distribution_ok") if c in sub]
                 sub = sub.groupby(keys, as_index=False)["loss"].mean()
                 refs.append((trained, "trained length", "x"))
-            prefix = poslab_plots.panel_title(col, group) + ", " if group is not None else ""
+            prefix = plots.panel_title(col, group) + ", " if group is not None else ""
             panels.append(curve_panel(mean_rows(sub, "position", "loss", series),
                                       prefix + text.format(value), "position inside the segment",
                                       "loss", {"type": "linear"}, ordered(sub[series]), refs,
@@ -369,13 +368,13 @@ def pilot_budget_figure(summary):
 
 
 def randomized_figure(plain, randomized, metric="exact_match"):
-    """Ruoss et al.'s comparison (poslab_plots.randomized_vs_plain): a panel per (task,
+    """Ruoss et al.'s comparison (plots.randomized_vs_plain): a panel per (task,
     encoding), the plain model and the randomized one read with sampled and with contiguous
     positions; the encoding's colour, one dash per curve."""
     panels = []
-    for task, encoding in poslab_plots.randomized_cells(randomized):
+    for task, encoding in plots.randomized_cells(randomized):
         rows, dashes = [], {}
-        for name, frame, style in poslab_plots.randomized_curves(plain, randomized, task,
+        for name, frame, style in plots.randomized_curves(plain, randomized, task,
                                                                  encoding, metric):
             rows += mean_rows(frame.assign(curve=name), "factor", metric, "curve")
             dashes[name] = DASHES[style["ls"]]
@@ -390,18 +389,18 @@ def randomized_figure(plain, randomized, metric="exact_match"):
 
 
 def passkey_figure(summary, metric, name):
-    """A passkey heatmap (poslab_plots.passkey_heatmaps) per condition: the mean of `metric`
+    """A passkey heatmap (plots_passkey.passkey_heatmaps) per condition: the mean of `metric`
     over seeds in every (length, depth) cell, over the gated runs or every run."""
-    layout = poslab_plots.passkey_layout(summary, metric)
+    layout = plots_passkey.passkey_layout(summary, metric)
     if layout is None:
         return None
     x_column, in_bytes = layout["x_column"], layout["in_bytes"]
     x_labels = [f"{f:g}" if in_bytes else f"{f:g}x" for f in layout["factors"]]
     panels = []
     for key in layout["keys"]:
-        part = poslab_plots.passkey_panel_rows(layout, key)
+        part = plots_passkey.passkey_panel_rows(layout, key)
         cells = []
-        for subset, frame in (("gated", poslab_plots.gated(part)), ("all", part)):
+        for subset, frame in (("gated", plots.gated(part)), ("all", part)):
             for (depth, x), group in frame.groupby(["passkey_depth", x_column]):
                 n = group[poslab_stats.SEED_COLUMN].nunique() \
                     if poslab_stats.SEED_COLUMN in group else len(group)
@@ -412,7 +411,7 @@ def passkey_figure(summary, metric, name):
                        "value": "white"}
         panels.append({
             "$schema": SCHEMA, "width": {"step": 44}, "height": {"step": 22},
-            "title": {"text": poslab_plots.passkey_panel_title(layout, key) or metric,
+            "title": {"text": plots_passkey.passkey_panel_title(layout, key) or metric,
                       "subtitle": all_dropped_note(cells, dropped_text(part))},
             "params": [{"name": "include_dropped", "value": False}],
             "data": {"values": cells}, "transform": [set_filter(cells)],
@@ -427,7 +426,7 @@ def passkey_figure(summary, metric, name):
                 {"mark": "rect",
                  "encoding": {"color": {"field": "mean", "type": "quantitative",
                                         "scale": {"scheme": "viridis", "domain": [0, 1]},
-                                        "title": poslab_plots.PASSKEY_METRICS.get(metric,
+                                        "title": plots_passkey.PASSKEY_METRICS.get(metric,
                                                                                    metric)},
                               "tooltip": [{"field": "x", "title": "length"},
                                           {"field": "depth", "title": "depth"},
@@ -436,12 +435,12 @@ def passkey_figure(summary, metric, name):
                 {"mark": {"type": "text", "fontSize": 9},
                  "encoding": {"text": {"field": "mean", "format": ".2f"},
                               "color": text_colour}}]})
-    return {"name": name, "title": poslab_plots.PASSKEY_METRICS.get(metric, metric),
+    return {"name": name, "title": plots_passkey.PASSKEY_METRICS.get(metric, metric),
             "panels": panels}
 
 
 def passkey_figures(summary):
-    """The three passkey heatmaps of poslab_plots.passkey_figures, when there are passkey rows."""
+    """The three passkey heatmaps of plots_passkey.passkey_figures, when there are passkey rows."""
     if "passkey" not in set(summary["kind"]):
         return []
     return [passkey_figure(summary, "exact_match", "passkey_exact_match"),
@@ -450,7 +449,7 @@ def passkey_figures(summary):
 
 
 def pilot_conditions_figure(summary):
-    """A bar per condition (poslab_plots.pilot_conditions): validation loss at each run's own
+    """A bar per condition (plots.pilot_conditions): validation loss at each run's own
     training length, with the bigram baseline."""
     rows = summary[summary["kind"] == "main"].dropna(subset=["loss"])
     data = [{"condition": f"{v} (segment {int(L)})", "loss": finite(loss)}
@@ -475,66 +474,3 @@ def pilot_conditions_figure(summary):
             "title": "pilot: one budget per condition", "data": {"values": data},
             "layer": layers}
     return {"name": "pilot_conditions", "title": "pilot: loss per condition", "panels": [spec]}
-
-
-def standard_figures(study_dir):
-    """The figures poslab_plots.standard_figures draws for this study, as Vega-Lite panels, by
-    the same rules (which figure fits which study). Returns (figures, not_interactive): the
-    second lists the PNG figures with no twin here (none today)."""
-    summary, positions = poslab_plots.load(study_dir)
-    kinds = set(summary["kind"])
-    study = str(summary["study"].iloc[0]) if len(summary) else ""
-    figures, missing = [], []
-    if kinds <= {"main", "passkey"} and "passkey" in kinds:  # a passkey study: its heatmaps
-        return [f for f in passkey_figures(summary) if f], missing
-    if study.startswith("pilot_"):
-        if "gate" in kinds:
-            figures.append(pilot_gate_figure(summary))
-        elif "memory" in kinds:
-            lm = summary[~summary["variant"].astype(str).str.startswith("long_range")]
-            figures.append(memory_figure(lm, "pilot_memory"))
-        elif poslab_plots.is_budget_pilot(summary):
-            figures.append(pilot_budget_figure(summary))
-        else:
-            figures.append(pilot_conditions_figure(summary))
-        figures += passkey_figures(summary)
-        return [f for f in figures if f], missing
-    # As poslab_plots.standard_figures: language-model runs (loss against the input length) and
-    # task runs (accuracy, loss, exact match) apart; randomized positions beside the plain
-    # study; a two-stage study its own figures (report_extension_figures).
-    language_model = poslab_plots.language_model_rows(summary)
-    lm_runs, task_runs = summary[language_model], summary[~language_model]
-    randomized = "length_sampled" in kinds and "variant" in summary
-    two_stage = extension_figures.is_two_stage(summary) and "length" in kinds
-    if two_stage:
-        import report_extension_figures  # here: it imports this module
-        figures += report_extension_figures.extension_figures_interactive(study_dir, summary,
-                                                                          positions)
-    elif (lm_runs["kind"] == "length").any():
-        figures.append(length_figure(lm_runs, "loss", "loss_vs_length"))
-    if (task_runs["kind"] == "length").any() and not randomized:
-        for metric in ("accuracy", "loss", "exact_match"):
-            if metric in task_runs:
-                figures.append(length_figure(task_runs, metric,
-                                             f"length_generalization_{metric}"))
-    if randomized:
-        figures.append(randomized_figure(poslab_plots.plain_beside(study_dir, summary), summary))
-    if "variant" in summary and "encoding.clip_k" in summary:
-        figures.append(shaw_clip_figure(summary))
-    elif "variant" in summary and summary["variant"].nunique() >= 2 and "length" not in kinds \
-            and poslab_plots.varies_xl_terms(study_dir):
-        figures.append(xl_terms_figure(summary))
-    if "memory" in kinds:
-        figures.append(memory_figure(summary))
-        if "task.name" in summary and summary["task.name"].nunique() > 1:
-            for task in ordered(summary["task.name"]):
-                figures.append(memory_figure(summary[summary["task.name"] == task],
-                                             f"loss_vs_memory_{task}"))
-        if positions is not None:
-            figures.append(position_figure(positions, "memory", "loss_by_position"))
-    if (lm_runs["kind"] == "length").any() and positions is not None and not two_stage:
-        lm_positions = positions[positions["run"].isin(set(lm_runs["run"]))]
-        if (lm_positions["kind"] == "length").any():
-            figures.append(position_figure(lm_positions, "length", "loss_by_position_length"))
-    figures += passkey_figures(summary)
-    return [f for f in figures if f and f["panels"]], missing

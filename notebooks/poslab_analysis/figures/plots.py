@@ -1,17 +1,15 @@
-"""Standard figures of poslab's studies, from the tidy CSVs `poslab run` writes.
+"""The static figures of poslab's studies (matplotlib, PNG and SVG): the drawing helpers every
+static figure shares (a mean with its band, the gate's note, panels, save) and one function per
+figure kind of figure_sets.py (plots_extension.py: a two-stage study's; plots_passkey.py: the
+passkey heatmaps; plots_bench.py: `poslab bench` and docs/11's wavelengths).
 
-    /usr/bin/python3 notebooks/poslab_plots.py results/state_reuse        # -> results/state_reuse/figures/
-    build/poslab plot results/state_reuse                                 # the same
-
-Every figure is saved as PNG and SVG, in the one style of poslab_style.py (a fixed colour per
-encoding in every figure). Curves show the mean over seeds with its 95% t interval as a band
-(poslab_stats.py), over the runs that pass the in-distribution gate; a panel says how many runs
-the gate dropped. Also writes summary_ci.csv (the table behind the curves). Uses Debian's
-python3-pandas and python3-matplotlib (the `python3` on PATH may be another interpreter: call
-/usr/bin/python3).
+Every figure is saved as PNG and SVG, in the one style of style.py (a fixed colour per encoding
+in every figure). Curves show the mean over seeds with its 95% t interval as a band
+(statistics/seeds.py), over the runs that pass the in-distribution gate; a panel says how many
+runs the gate dropped. Uses Debian's python3-pandas and python3-matplotlib (the `python3` on PATH
+may be another interpreter: call /usr/bin/python3).
 """
 import os
-import sys
 
 import matplotlib
 
@@ -19,21 +17,10 @@ matplotlib.use(os.environ.get("MPLBACKEND", "Agg"))
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from poslab_analysis.statistics import seeds as poslab_stats  # noqa: E402
 from poslab_analysis.figures import style as poslab_style  # noqa: E402
-from poslab_analysis.figures.style import ENCODING_ORDER, ordered  # noqa: E402,F401
-
-def load(study_dir):
-    """summary.csv (one row per run and evaluation setting) and loss_by_position.csv, if any."""
-    summary = pd.read_csv(os.path.join(study_dir, "summary.csv"))
-    positions = None
-    for name in ("loss_by_position.csv", "loss_by_position.csv.gz"):  # large ones are committed gzipped
-        path = os.path.join(study_dir, name)
-        if os.path.exists(path):
-            positions = pd.read_csv(path)
-            break
-    return summary, positions
+from poslab_analysis.figures.figure_sets import budget_points  # noqa: E402
+from poslab_analysis.figures.style import ordered  # noqa: E402
+from poslab_analysis.statistics import seeds as poslab_stats  # noqa: E402
 
 
 def series_column(frame):
@@ -43,21 +30,6 @@ def series_column(frame):
     if "variant" in frame:
         return "variant"
     return "encoding.type"
-
-
-def language_model_rows(summary):
-    """True for the rows of language-model runs, False for the rows of task runs.
-
-    Decided from what every run records, never from a metric's value (a language model's
-    exact_match is 0, not missing): a study that sweeps the task has a task.name column; in any
-    other summary, unigram_loss is filled exactly for the runs of task "lm" (`poslab train`
-    computes the corpus' unigram and bigram baselines only for a language model,
-    src/cli/commands.cpp), and empty for every task run."""
-    if "task.name" in summary:
-        return summary["task.name"].astype(str) == "lm"
-    if "unigram_loss" in summary:
-        return summary["unigram_loss"].notna()
-    return pd.Series(False, index=summary.index)
 
 
 def gated(frame):
@@ -210,16 +182,6 @@ def length_generalization(summary, out_dir, metric="accuracy", name=None):
     poslab_style.legend_outside(fig, axes)
     fig.tight_layout()
     return save(fig, out_dir, name or f"length_generalization_{metric}")
-
-
-def plain_beside(study_dir, summary):
-    """The plain study beside a randomized one (results/X beside results/X_randomized), or no
-    rows when it is not there: the randomized curves are then drawn alone."""
-    plain_dir = study_dir.rstrip("/")
-    plain_dir = plain_dir[:-len("_randomized")] if plain_dir.endswith("_randomized") else ""
-    if plain_dir and os.path.exists(os.path.join(plain_dir, "summary.csv")):
-        return load(plain_dir)[0]
-    return summary.iloc[0:0]
 
 
 def randomized_cells(randomized):
@@ -383,19 +345,6 @@ def shaw_clip(summary, out_dir):
     return save(fig, out_dir, "shaw_clip")
 
 
-def varies_xl_terms(study_dir):
-    """Does the study's file (results/STUDY/study.toml) switch Transformer-XL's terms (a)-(d) or
-    its u, v in its variants? Only then is the xl_terms figure the right one."""
-    path = os.path.join(study_dir, "study.toml")
-    if not os.path.exists(path):
-        return False
-    import tomllib
-    with open(path, "rb") as f:
-        variants = tomllib.load(f).get("variant", [])
-    return any(key.startswith(("encoding.term_", "encoding.untie_uv"))
-               for variant in variants for key in variant.get("set", {}))
-
-
 def xl_terms(summary, out_dir):
     """Transformer-XL term ablation: loss of each variant (one row each) with and without long
     memory, as points with their 95% t interval over seeds. Points, not bars: the losses differ
@@ -457,22 +406,6 @@ def pilot_budget(summary, out_dir, name):
     return save(fig, out_dir, name)
 
 
-def budget_points(summary):
-    """The main-evaluation rows of a budget pilot, with the condition and the step count read
-    from the variant name (xl_m32_6000 -> xl_m32, 6000; a name without a number: no steps)."""
-    rows = summary[summary["kind"] == "main"].dropna(subset=["loss"]).copy()
-    parsed = rows["variant"].astype(str).str.extract(r"^(.*?)_(\d+)(_.*)?$")
-    rows["condition"] = parsed[0] + parsed[2].fillna("")
-    rows["steps"] = pd.to_numeric(parsed[1])
-    return rows
-
-
-def is_budget_pilot(summary):
-    """A pilot whose variants try one condition at two or more step counts."""
-    rows = budget_points(summary)
-    return bool((rows.dropna(subset=["steps"]).groupby("condition")["steps"].nunique() >= 2).any())
-
-
 def pilot_conditions(summary, out_dir, name):
     """A pilot of conditions (sizes, lengths), one budget each: validation loss at each run's
     own training length, one bar per variant, with the bigram baseline for scale."""
@@ -525,354 +458,3 @@ def pilot_gate(summary, out_dir, name):
     poslab_style.legend_outside(fig, [ax])
     fig.tight_layout()
     return save(fig, out_dir, name)
-
-
-def reuse_speed(bench_dir, out_dir=None):
-    """`poslab bench --reuse`: evaluation tokens/s against attention length for the vanilla
-    sliding window, its per-segment variant and state reuse (log scales), with the speedup of
-    reuse over the vanilla model written at each point (Dai et al. 2019, Table 9)."""
-    table = pd.read_csv(os.path.join(bench_dir, "reuse_speed.csv"))
-    out_dir = out_dir or os.path.join(bench_dir, "figures")
-    fig, axes = panels([None], width=5.0, height=3.8)
-    ax = axes[0]
-    for column, label, colour in [
-            ("reuse_tokens_per_second", "state reuse (segment + memory)", "#17becf"),
-            ("per_segment_tokens_per_second", "sliding window, moves by a segment", "#7f7f7f"),
-            ("vanilla_tokens_per_second", "sliding window, one pass per token (vanilla)", "#d62728")]:
-        ax.plot(table["attn_len"], table[column], marker="o", markersize=3.5, color=colour,
-                label=label)
-    for _, row in table.iterrows():
-        ax.annotate(f"{row['speedup_vs_vanilla']:.0f}x", (row["attn_len"], row["reuse_tokens_per_second"]),
-                    xytext=(0, 5), textcoords="offset points", ha="center", fontsize=7)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xticks(table["attn_len"])
-    ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
-    ax.set_xlabel("attention length A (tokens of context)")
-    ax.set_ylabel("evaluation tokens per second")
-    ax.set_title("speedup of state reuse over the vanilla model", fontsize=9)
-    ax.legend(loc="lower left", frameon=False, fontsize=7)
-    fig.tight_layout()
-    return save(fig, out_dir, "reuse_speed")
-
-
-def eval_memory(bench_dir, out_dir=None):
-    """`poslab bench --eval-memory` (bench/eval_memory.sh): peak resident memory of evaluating
-    one row against the context length, for the training forward (every layer's weights kept),
-    the evaluation-only forward at the default score budget (256 MiB) and at a 32 MiB budget
-    (scores made one row and as many heads as fit at a time), with the heads per chunk written
-    where the chunk holds fewer than all heads."""
-    table = pd.read_csv(os.path.join(bench_dir, "eval_memory.csv"))
-    out_dir = out_dir or os.path.join(bench_dir, "figures")
-    fig, axes = panels([None], width=5.0, height=3.8)
-    ax = axes[0]
-    table["score_budget_mb"] = table["score_budget_mb"].fillna(0)
-    series = [("training", 0, "training forward (keeps every layer's weights)", "#d62728", "o"),
-              ("inference", 256, "evaluation-only, score budget 256 MiB (default)", "#7f7f7f", "s"),
-              ("inference", 32, "evaluation-only, score budget 32 MiB", "#17becf", "^")]
-    for path, budget, label, colour, marker in series:
-        rows = table[(table["path"] == path) & (table["score_budget_mb"] == budget)]
-        if rows.empty:
-            continue
-        rows = rows.sort_values("context")
-        ax.plot(rows["context"], rows["peak_rss_mb"], marker=marker, markersize=3.5,
-                color=colour, label=label)
-        if path == "inference":
-            for _, row in rows.iterrows():
-                if row["score_chunk_heads"] < row["n_heads"]:
-                    # Left above the point (the lines rise to its right); the last one below.
-                    last = row["context"] == rows["context"].max()
-                    ax.annotate(f"{int(row['score_chunk_heads'])} of {int(row['n_heads'])} heads",
-                                (row["context"], row["peak_rss_mb"]),
-                                xytext=(0, -6) if last else (-4, 5), textcoords="offset points",
-                                ha="center" if last else "right", va="top" if last else "bottom",
-                                fontsize=7, color=colour)
-    ax.set_xscale("log", base=2)
-    contexts = sorted(table["context"].unique())
-    ax.set_xticks(contexts)
-    ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
-    ax.set_xlabel("context (segment 512 + memory), tokens")
-    ax.set_ylabel("peak resident memory, MB")
-    first = table.iloc[0]
-    ax.set_title(f"evaluation memory, {first['encoding']} d_model {first['d_model']}, "
-                 f"{first['n_layers']} layers, {first['n_heads']} heads, batch 1", fontsize=9)
-    ax.legend(loc="upper left", frameon=False, fontsize=7)
-    fig.tight_layout()
-    return save(fig, out_dir, "eval_memory")
-
-
-def scaling(bench_dir, out_dir=None):
-    """`poslab bench --scaling`: training tokens/s of every encoding against the segment length
-    (batch x segment fixed, memory = segment), and its GFLOP/s (FLOPs counted in its sgemm
-    calls, its own products included) relative to 'none' at the same segment, with the 0.9
-    target of issue 15 as a reference line. Naive reference paths are dashed."""
-    table = pd.read_csv(os.path.join(bench_dir, "scaling.csv"))
-    out_dir = out_dir or os.path.join(bench_dir, "figures")
-    fig, axes = panels([0, 1], width=4.4, height=3.6, columns=2)
-    for encoding in ordered(table["encoding"]):
-        for path, style in (("fast", "-"), ("naive", "--")):
-            rows = table[(table["encoding"] == encoding) & (table["path"] == path)]
-            if rows.empty:
-                continue
-            name = poslab_style.label(encoding) + (" (naive)" if path == "naive" else "")
-            common = dict(color=poslab_style.colour(encoding), ls=style, marker="o",
-                          markersize=3, lw=1.1)
-            axes[0].plot(rows["segment"], rows["tokens_per_second"], label=name, **common)
-            if path == "fast":
-                axes[1].plot(rows["segment"], rows["gflops_vs_none"], **common)
-    for ax in axes:
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sorted(table["segment"].unique()))
-        ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
-        ax.set_xlabel("segment length (memory = segment)")
-    axes[0].set_yscale("log")
-    axes[0].set_ylabel("training tokens per second")
-    axes[0].set_title("speed", fontsize=9)
-    axes[1].set_ylabel("GFLOP/s relative to 'none'")
-    axes[1].set_title("GFLOP/s (own products counted) / none's", fontsize=9)
-    poslab_style.reference_line(axes[1], 0.9, "target 0.9")
-    poslab_style.reference_line(axes[1], 1.0, "none")
-    tokens = int((table["segment"] * table["batch"]).iloc[0])
-    fig.suptitle(f"training at length: batch x segment = {tokens} tokens, median of 5 repetitions",
-                 fontsize=9)
-    poslab_style.legend_outside(fig, axes)
-    return save(fig, out_dir, "scaling")
-
-
-PASSKEY_METRICS = {
-    "exact_match": "passkey exact match (teacher-forced, all 5 digits)",
-    "passkey_greedy_exact_match": "passkey exact match (greedy decoding)",
-    "accuracy": "passkey digit accuracy (teacher-forced)",
-}
-
-
-def passkey_layout(summary, metric):
-    """What a passkey heatmap of `metric` shows, or None: the passkey rows, the condition columns
-    (whatever varies besides the seed; the encoding first) and their values per panel, the x
-    column (the factor of the training length, or the length in bytes when the runs were trained
-    at different lengths: a fine-tune at 4L beside its parent at L has one factor, two lengths),
-    the x values and the depths."""
-    rows = summary[summary["kind"] == "passkey"].dropna(subset=[metric])
-    if rows.empty or "passkey_depth" not in rows:
-        return None
-    conditions = [c for c in poslab_stats.condition_columns(rows)
-                  if c != "study" and rows[c].nunique(dropna=False) > 1]
-    if "encoding.type" in conditions:  # encodings in their fixed order, first
-        conditions.remove("encoding.type")
-        conditions.insert(0, "encoding.type")
-    if conditions:
-        keys = list(dict.fromkeys(rows[conditions].itertuples(index=False, name=None)))
-        if conditions[0] == "encoding.type":
-            order = {e: i for i, e in enumerate(ordered(rows["encoding.type"]))}
-            keys.sort(key=lambda k: order.get(k[0], len(order)))
-    else:
-        keys = [()]
-    in_bytes = poslab_stats.trained_at_several_lengths(rows)
-    x_column = "seq_len" if in_bytes else "factor"
-    return {"rows": rows, "conditions": conditions, "keys": keys, "in_bytes": in_bytes,
-            "x_column": x_column, "factors": sorted(rows[x_column].unique()),
-            "depths": sorted(rows["passkey_depth"].unique())}
-
-
-def passkey_panel_rows(layout, key):
-    """The rows of one heatmap panel (its condition values `key`)."""
-    part = layout["rows"]
-    for column, value in zip(layout["conditions"], key):
-        part = part[part[column] == value]
-    return part
-
-
-def passkey_panel_title(layout, key):
-    return ", ".join(poslab_style.label(str(v)) if c == "encoding.type" else f"{v}"
-                     for c, v in zip(layout["conditions"], key))
-
-
-def passkey_heatmaps(summary, out_dir, metric="exact_match", name="passkey_exact_match"):
-    """Passkey retrieval (kind "passkey" rows): a heatmap of `metric` over evaluation length
-    (x, as a factor of the training length) and depth of the key line (y, 0 = at the start of
-    the filler), one panel per condition (encoding, variant, ...: whatever varies besides the
-    seed), the mean over the seeds that pass the gate written in every cell."""
-    layout = passkey_layout(summary, metric)
-    if layout is None:
-        return []
-    keys, in_bytes, x_column = layout["keys"], layout["in_bytes"], layout["x_column"]
-    factors, depths = layout["factors"], layout["depths"]
-    # At least 3.4 inches a panel: the x label must not run into the next panel's.
-    fig, axes = panels(keys, width=max(3.4, 0.62 * len(factors) + 2.0),
-                       height=0.42 * len(depths) + 1.6)
-    image = None
-    for ax, key in zip(axes, keys):
-        part = passkey_panel_rows(layout, key)
-        kept = gated(part)  # a cell whose runs all fail the gate stays empty
-        means = kept.groupby(["passkey_depth", x_column])[metric].mean()
-        grid = [[means.get((d, f), float("nan")) for f in factors] for d in depths]
-        image = ax.imshow(grid, vmin=0, vmax=1, cmap="viridis", aspect="auto")
-        for i, row in enumerate(grid):
-            for j, value in enumerate(row):
-                if value == value:
-                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6.5,
-                            color="black" if value > 0.6 else "white")
-        ax.set_xticks(range(len(factors)), [f"{f:g}" if in_bytes else f"{f:g}x" for f in factors])
-        ax.set_yticks(range(len(depths)), [f"{d:g}" for d in depths])
-        ax.grid(False)
-        ax.set_xlabel("evaluation length (bytes)" if in_bytes
-                      else "evaluation length / training length")
-        if ax.get_subplotspec().is_first_col():
-            ax.set_ylabel("depth of the key line")
-        seeds = kept[poslab_stats.SEED_COLUMN].nunique() if poslab_stats.SEED_COLUMN in kept else 1
-        ax.set_title(passkey_panel_title(layout, key) + (f" ({seeds} seeds)" if seeds > 1 else ""),
-                     fontsize=8)
-        runs = part.drop_duplicates("run") if "run" in part else part
-        dropped = int((~poslab_stats.gate_passed(runs)).sum())
-        if dropped:
-            ax.set_title(ax.get_title() + f"\ngate dropped {dropped} of {len(runs)} runs",
-                         fontsize=8)
-    fig.subplots_adjust(wspace=0.3, hspace=0.55)
-    fig.colorbar(image, ax=axes, shrink=0.8, label=PASSKEY_METRICS.get(metric, metric))
-    return save(fig, out_dir, name)
-
-
-def passkey_figures(summary, out_dir):
-    """The passkey heatmaps, when the summary has passkey rows (eval.passkey_length_factors)."""
-    if "passkey" not in set(summary["kind"]):
-        return []
-    return (passkey_heatmaps(summary, out_dir, "exact_match", "passkey_exact_match")
-            + passkey_heatmaps(summary, out_dir, "passkey_greedy_exact_match",
-                               "passkey_greedy_exact_match")
-            + passkey_heatmaps(summary, out_dir, "accuracy", "passkey_digit_accuracy"))
-
-
-def rope_wavelengths(panels_tables, original_len, factor, out_dir, name="rope_wavelengths"):
-    """Each rotation pair's wavelength against the trained length, one curve per RoPE scaling
-    (docs/11-extending-context.md). panels_tables: [(panel title, [(label, frame)])], each frame
-    what `poslab encodings --describe rope --csv` prints (columns pair, wavelength, ...), all for
-    one head size; original_len L and factor s as in those commands. Draws
-    lambda'_i = 2 pi / theta'_i (log scale) against the pair index i, with the trained length L
-    and the extended length s L as reference lines. A pair whose wavelength lies below L turned
-    at least once over the trained length: every phase of it was seen in training."""
-    fig, axes = panels([t for t, _ in panels_tables], width=4.2, height=3.6, columns=2)
-    styles = ["-", "--", "-.", ":", (0, (5, 1)), (0, (1, 1))]
-    markers = ["o", "s", "^", "D", "v", "P"]
-    colours = ["#000000", "#d62728", "#1f77b4", "#9467bd", "#2ca02c", "#8c6d31"]
-    for ax, (title, tables) in zip(axes, panels_tables):
-        for n, (label, frame) in enumerate(tables):
-            ax.plot(frame["pair"], frame["wavelength"], ls=styles[n % len(styles)],
-                    marker=markers[n % len(markers)], markersize=6 - n % 3, lw=1.3,
-                    mfc="none" if n % 2 else colours[n % len(colours)],
-                    color=colours[n % len(colours)], label=label)
-        poslab_style.reference_line(ax, original_len, f"trained length L = {original_len}")
-        poslab_style.reference_line(ax, factor * original_len,
-                                    f"extended length sL = {factor * original_len:g}")
-        ax.set_yscale("log")
-        ax.set_xticks(sorted(tables[0][1]["pair"]))
-        ax.set_xlabel("rotation pair i (fast to slow)")
-        ax.set_ylabel("wavelength 2\u03c0/\u03b8', tokens")
-        ax.set_title(title, fontsize=9)
-        ax.legend(loc="upper left", frameon=False, fontsize=7)
-    low = min(ax.get_ylim()[0] for ax in axes)
-    high = max(ax.get_ylim()[1] for ax in axes)
-    for ax in axes:  # one scale, so that the panels compare
-        ax.set_ylim(low, high)
-    d = 2 * len(panels_tables[0][1][0][1])
-    fig.suptitle(f"RoPE's wavelengths per pair: rotated d = {d}, trained at L = {original_len}, "
-                 f"factor s = {factor:g}", fontsize=9)
-    fig.tight_layout()
-    return save(fig, out_dir, name)
-
-
-def standard_figures(study_dir, out_dir=None):
-    """Every figure that fits the study's columns; returns the written paths."""
-    summary, positions = load(study_dir)
-    out_dir = out_dir or os.path.join(study_dir, "figures")
-    written = []
-    kinds = set(summary["kind"])
-    study = str(summary["study"].iloc[0]) if len(summary) else ""
-    if kinds <= {"main", "passkey"} and "passkey" in kinds:  # a passkey study: its heatmaps only
-        written += passkey_figures(summary, out_dir)
-        written.append(poslab_stats.write_summary_ci(study_dir))
-        return written
-    if study.startswith("pilot_"):  # pilots choose settings: their own figures
-        if "gate" in kinds:
-            written += pilot_gate(summary, out_dir, "pilot_gate")
-        elif "memory" in kinds:  # a pilot of memory conditions: one curve per condition
-            lm = summary[~summary["variant"].astype(str).str.startswith("long_range")]
-            written += memory_curves(lm, out_dir, "pilot_memory")
-        elif is_budget_pilot(summary):
-            written += pilot_budget(summary, out_dir, "pilot_budget")
-        else:  # one budget per condition: a bar per condition
-            written += pilot_conditions(summary, out_dir, "pilot_conditions")
-        written += passkey_figures(summary, out_dir)
-        written.append(poslab_stats.write_summary_ci(study_dir))
-        return written
-    # A language model scores tokens (its loss against the input length), a task scores answers
-    # (accuracy, loss and exact match against the instance length); a study may hold both.
-    language_model = language_model_rows(summary)
-    lm_runs, task_runs = summary[language_model], summary[~language_model]
-    # Models trained on randomized positions are drawn only beside the plain study's runs
-    # (below): the standard panels would read them with contiguous positions alone.
-    randomized = "length_sampled" in kinds and "variant" in summary
-    import extension_figures  # here: it imports this module
-    two_stage = extension_figures.is_two_stage(summary) and "length" in kinds
-    if two_stage:  # a context-extension study: lengths in bytes, stages side by side
-        written += extension_figures.extension_figures(study_dir, summary, positions, out_dir)
-    elif (lm_runs["kind"] == "length").any():  # LM extrapolation: loss against input length
-        written += length_generalization(lm_runs, out_dir, "loss", "loss_vs_length")
-    if (task_runs["kind"] == "length").any() and not randomized:
-        written += length_generalization(task_runs, out_dir, "accuracy")
-        written += length_generalization(task_runs, out_dir, "loss")
-        if "exact_match" in task_runs:
-            written += length_generalization(task_runs, out_dir, "exact_match")
-    if randomized:  # beside the plain study's runs, if it is there
-        written += randomized_vs_plain(plain_beside(study_dir, summary), summary, out_dir)
-    if "variant" in summary and "encoding.clip_k" in summary:
-        written += shaw_clip(summary, out_dir)
-    elif "variant" in summary and summary["variant"].nunique() >= 2 and "length" not in kinds \
-            and varies_xl_terms(study_dir):
-        # Transformer-XL's terms switched off one by one, side by side
-        written += xl_terms(summary, out_dir)
-    if "memory" in kinds:
-        written += memory_curves(summary, out_dir)
-        if "task.name" in summary and summary["task.name"].nunique() > 1:
-            for task in ordered(summary["task.name"]):  # one figure per task as well
-                written += memory_curves(summary[summary["task.name"] == task], out_dir,
-                                         f"loss_vs_memory_{task}")
-        if positions is not None:
-            written += loss_by_position(positions, out_dir)
-    if (lm_runs["kind"] == "length").any() and positions is not None and not two_stage:
-        lm_positions = positions[positions["run"].isin(set(lm_runs["run"]))]
-        if (lm_positions["kind"] == "length").any():
-            written += loss_by_position(lm_positions, out_dir, "length", "loss_by_position_length")
-    written += passkey_figures(summary, out_dir)
-    written.append(poslab_stats.write_summary_ci(study_dir))
-    return written
-
-
-def main(argv):
-    if len(argv) < 2 or argv[1] in ("-h", "--help"):
-        print(__doc__)
-        return 0 if len(argv) >= 2 else 2
-    for study_dir in argv[1:]:
-        if any(os.path.exists(os.path.join(study_dir, name))  # poslab bench
-               for name in ("reuse_speed.csv", "scaling.csv", "eval_memory.csv")):
-            if os.path.exists(os.path.join(study_dir, "reuse_speed.csv")):  # --reuse
-                for path in reuse_speed(study_dir):
-                    print(path)
-            if os.path.exists(os.path.join(study_dir, "scaling.csv")):  # --scaling
-                for path in scaling(study_dir):
-                    print(path)
-            if os.path.exists(os.path.join(study_dir, "eval_memory.csv")):  # --eval-memory
-                for path in eval_memory(study_dir):
-                    print(path)
-            continue
-        if not os.path.exists(os.path.join(study_dir, "summary.csv")):
-            print(f"poslab plot: error: {study_dir}/summary.csv not found "
-                  f"(run the study first: build/poslab run experiments/NAME.toml)",
-                  file=sys.stderr)
-            return 1
-        for path in standard_figures(study_dir):
-            print(path)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

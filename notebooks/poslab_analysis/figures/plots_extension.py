@@ -16,47 +16,18 @@ parent (`from`), its steps, its training length and its scaling. Figures:
   extension_scale           zero-shot at s = 2..16: loss at s x L and at L against s
   extension_loss_by_position  zero-shot loss by position at the longest length (where it breaks)
 """
-import os
-import tomllib
-
 import matplotlib.ticker
 import pandas as pd
 
-import poslab_plots
-from poslab_analysis.statistics import seeds as poslab_stats
+from poslab_analysis.figures import plots
 from poslab_analysis.figures import style as poslab_style
+from poslab_analysis.reading.study_files import variant_table
+from poslab_analysis.statistics import seeds as poslab_stats
 
 # One colour per scaling, the same in every figure.
 SCALING_COLOURS = {"none": "#222222", "linear": "#1f77b4", "ntk": "#ff7f0e", "yarn": "#2ca02c",
                    "dynamic_ntk": "#9467bd", "llama3": "#8c564b"}
 
-
-def is_two_stage(summary):
-    """A study whose runs start from another variant's runs (the summary's parent column)."""
-    return "parent" in summary and summary["parent"].fillna("").astype(str).str.len().gt(0).any()
-
-
-def variant_table(study_dir):
-    """One row per variant of the committed study file: variant, parent (variant name or ""),
-    steps, seq_len (training length), scaling, factor, encoding."""
-    with open(os.path.join(study_dir, "study.toml"), "rb") as f:
-        study = tomllib.load(f)
-    base = study.get("base", {})
-
-    def base_value(key, default):
-        section, name = key.split(".")
-        return base.get(section, {}).get(name, default)
-
-    rows = []
-    for variant in study.get("variant", []):
-        values = dict(variant.get("set", {}))
-        get = lambda key, default: values.get(key, base_value(key, default))  # noqa: E731
-        rows.append({"variant": variant["name"], "parent": variant.get("from", ""),
-                     "steps": int(get("train.steps", 0)), "seq_len": int(get("train.seq_len", 0)),
-                     "scaling": get("encoding.scaling", "none"),
-                     "factor": float(get("encoding.factor", 1.0)),
-                     "encoding": get("encoding.type", "")})
-    return pd.DataFrame(rows).set_index("variant")
 
 
 def lengths_axis(ax, lengths):
@@ -150,24 +121,24 @@ def loss_vs_length(summary, info, out_dir, name="extension_loss_vs_length"):
     """Loss against the evaluation length in bytes, three panels on one y scale."""
     curves = summary[summary["kind"] == "length"]
     groups, parent = length_panels(summary, info)
-    fig, axes = poslab_plots.panels([t for t, _, _ in groups], width=4.4, height=3.6)
+    fig, axes = plots.panels([t for t, _, _ in groups], width=4.4, height=3.6)
     for ax, (title, members, from_scratch) in zip(axes, groups):
         for label, rows, style in length_curves(summary, info, members, parent, from_scratch):
-            poslab_plots.mean_band(ax, rows, "seq_len", "loss", label, **style)
+            plots.mean_band(ax, rows, "seq_len", "loss", label, **style)
         lengths_axis(ax, curves["seq_len"].unique())
         for trained in sorted(set(info.loc[members, "seq_len"])):
             poslab_style.reference_line(ax, trained, f"trained {trained}", axis="x")
         ax.set_title(title, fontsize=9)
         ax.set_ylabel("loss (nats per byte)")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False, fontsize=7)
-        poslab_plots.dropped_note(ax, summary[summary["variant"].isin(members)])
+        plots.dropped_note(ax, summary[summary["variant"].isin(members)])
     low = min(ax.get_ylim()[0] for ax in axes)
     high = max(ax.get_ylim()[1] for ax in axes)
     for ax in axes:  # one scale, so that the panels compare
         ax.set_ylim(low, high)
     seeds_note(fig, axes, "loss against the evaluation length")
     fig.tight_layout()
-    return poslab_plots.save(fig, out_dir, name)
+    return plots.save(fig, out_dir, name)
 
 
 def budget_points(summary, info, at_len):
@@ -233,7 +204,7 @@ def budget_bounds(summary, info, parent, at_len):
     for bound in upper_bounds(info, parent):
         rows = summary[(summary["variant"] == bound) & (summary["kind"] == "length")
                        & (summary["seq_len"] == at_len)]
-        kept = poslab_plots.gated(rows)
+        kept = plots.gated(rows)
         if len(kept):
             bounds.append((bound, kept))
     return bounds
@@ -244,16 +215,16 @@ def budget_curve(summary, info, out_dir, name="extension_budget"):
     if setup is None:
         return []
     at_len, parent, points = setup
-    fig, axes = poslab_plots.panels([None], width=5.4, height=3.6)
+    fig, axes = plots.panels([None], width=5.4, height=3.6)
     ax = axes[0]
     for label, rows, style in budget_curves(points):
-        poslab_plots.mean_band(ax, rows, "steps", "loss", label, **style)
+        plots.mean_band(ax, rows, "steps", "loss", label, **style)
     for bound, kept in budget_bounds(summary, info, parent, at_len):
         mean, low, high, n = poslab_stats.t_interval(kept["loss"])
         poslab_style.reference_line(ax, mean, f"{bound}: trained at {at_len} from scratch")
         if n > 1:
             ax.axhspan(low, high, color="#999999", alpha=0.15, lw=0)
-    poslab_plots.dropped_note(ax, points)  # a zero-shot point the gate dropped (PI, say)
+    plots.dropped_note(ax, points)  # a zero-shot point the gate dropped (PI, say)
     steps = sorted(points["steps"].unique())
     ax.set_xscale("symlog", linthresh=max(1, min(s for s in steps if s > 0)))
     ax.set_xticks(steps)
@@ -265,7 +236,7 @@ def budget_curve(summary, info, out_dir, name="extension_budget"):
     ax.set_title(f"from {parent}: how many steps each scaling needs", fontsize=9)
     poslab_style.legend_outside(fig, [ax])
     fig.tight_layout()
-    return poslab_plots.save(fig, out_dir, name)
+    return plots.save(fig, out_dir, name)
 
 
 def scale_setup(info):
@@ -312,11 +283,11 @@ def scale_curves(summary, info, out_dir, name="extension_scale"):
     if setup is None:
         return []
     zero, parent, train_len = setup
-    fig, axes = poslab_plots.panels(["target", "original"], width=4.2, height=3.4)
+    fig, axes = plots.panels(["target", "original"], width=4.2, height=3.4)
     for ax, where in zip(axes, ("target", "original")):
         for label, rows, style in scale_panel_curves(summary, zero, parent, train_len, where):
-            poslab_plots.mean_band(ax, rows, "s", "loss", label, **style)
-        poslab_plots.dropped_note(ax, summary[summary["variant"].isin(set(zero.index))])
+            plots.mean_band(ax, rows, "s", "loss", label, **style)
+        plots.dropped_note(ax, summary[summary["variant"].isin(set(zero.index))])
         ax.set_xscale("log", base=2)
         ax.set_xticks(sorted(zero["factor"].unique()))
         ax.get_xaxis().set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
@@ -326,7 +297,7 @@ def scale_curves(summary, info, out_dir, name="extension_scale"):
         ax.set_title(scale_title(where, train_len), fontsize=9)
     poslab_style.legend_outside(fig, axes)
     fig.tight_layout()
-    return poslab_plots.save(fig, out_dir, name)
+    return plots.save(fig, out_dir, name)
 
 
 def position_setup(summary, positions, info):
@@ -350,7 +321,7 @@ def position_setup(summary, positions, info):
                    or (v not in static and f == factors[0])]) for f in factors]
     return {"parent": parent, "train_len": train_len, "longest": longest, "rows": rows,
             "groups": groups, "width": max(1, train_len // 8), "factors": factors,
-            "gated_runs": set(poslab_plots.gated(summary)["run"])}
+            "gated_runs": set(plots.gated(summary)["run"])}
 
 
 def position_title(setup, factor, members, info):
@@ -366,10 +337,10 @@ def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_
         return []
     parent, train_len, longest = setup["parent"], setup["train_len"], setup["longest"]
     groups, width = setup["groups"], setup["width"]
-    fig, axes = poslab_plots.panels([f for f, _ in groups], width=5.0, height=3.6, columns=2)
+    fig, axes = plots.panels([f for f, _ in groups], width=5.0, height=3.6, columns=2)
     for ax, (factor, members) in zip(axes, groups):
         for label, part, style in position_curves(setup, info, members):
-            poslab_plots.mean_band(ax, part, "position", "loss", label, marker=None, **style)
+            plots.mean_band(ax, part, "position", "loss", label, marker=None, **style)
         poslab_style.reference_line(ax, train_len, f"L = {train_len}", axis="x")
         if factor * train_len < longest:
             poslab_style.reference_line(ax, factor * train_len, f"{factor:g} L", axis="x")
@@ -380,7 +351,7 @@ def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_
     seeds_note(fig, axes, f"zero-shot from {parent}, read at {longest} bytes: where each "
                           "scaling breaks")
     fig.tight_layout()
-    return poslab_plots.save(fig, out_dir, name)
+    return plots.save(fig, out_dir, name)
 
 
 def position_curves(setup, info, members):

@@ -15,7 +15,8 @@ import matplotlib.pyplot as plt
 
 # The order and labels of the encodings are the tables' too (reading/names.py); a figure module
 # reads them here beside the colours.
-from poslab_analysis.reading.names import ENCODING_LABELS, ENCODING_ORDER, label, ordered  # noqa: F401
+from poslab_analysis.reading.names import (  # noqa: F401
+    ENCODING_LABELS, ENCODING_ORDER, label, ordered)
 
 ENCODING_COLOURS = {
     "none": "#000000",
@@ -81,7 +82,7 @@ def reference_line(ax, value, text, axis="y"):
 
 def seeds_title(axes):
     """How many seeds stand behind each point of the curves drawn with a band (their lines carry
-    `poslab_n`, the smallest and largest n of their points; poslab_plots.mean_band sets it), as a
+    `poslab_n`, the smallest and largest n of their points; plots.mean_band sets it), as a
     legend title: "mean of n = 3 seeds / band: 95% t interval"; None if no such curve."""
     counts = [n for ax in axes for line in ax.lines for n in getattr(line, "poslab_n", ())]
     if not counts:

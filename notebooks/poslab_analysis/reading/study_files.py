@@ -1,11 +1,13 @@
 """A study's files as tables: STUDY/summary.csv (one row per run and evaluation setting),
 STUDY/loss_by_position.csv[.gz], the RECL values (recl_seed<S>.csv, notebooks/recl.py), the
-bootstrap intervals (bootstrap.csv, notebooks/bootstrap.py), and the studies beside it
+bootstrap intervals (bootstrap.csv, notebooks/bootstrap.py), the variants of study.toml, and
+the studies beside it
 (results/state_reuse -> results/state_reuse_conditions; a smoke directory's siblings are smoke
 directories too)."""
 import glob
 import os
 import re
+import tomllib
 
 import pandas as pd
 
@@ -63,3 +65,38 @@ def read_bootstrap(study_dir):
             boot.setdefault(b["comparison"], []).append(
                 f"{int(b['seed'])}: [{b['ci_low']:+.3f}, {b['ci_high']:+.3f}]")
     return boot
+
+
+def load(study_dir):
+    """summary.csv (one row per run and evaluation setting) and loss_by_position.csv, if any."""
+    summary = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    positions = None
+    for name in ("loss_by_position.csv", "loss_by_position.csv.gz"):  # large ones are committed gzipped
+        path = os.path.join(study_dir, name)
+        if os.path.exists(path):
+            positions = pd.read_csv(path)
+            break
+    return summary, positions
+
+
+def variant_table(study_dir):
+    """One row per variant of the committed study file: variant, parent (variant name or ""),
+    steps, seq_len (training length), scaling, factor, encoding."""
+    with open(os.path.join(study_dir, "study.toml"), "rb") as f:
+        study = tomllib.load(f)
+    base = study.get("base", {})
+
+    def base_value(key, default):
+        section, name = key.split(".")
+        return base.get(section, {}).get(name, default)
+
+    rows = []
+    for variant in study.get("variant", []):
+        values = dict(variant.get("set", {}))
+        get = lambda key, default: values.get(key, base_value(key, default))  # noqa: E731
+        rows.append({"variant": variant["name"], "parent": variant.get("from", ""),
+                     "steps": int(get("train.steps", 0)), "seq_len": int(get("train.seq_len", 0)),
+                     "scaling": get("encoding.scaling", "none"),
+                     "factor": float(get("encoding.factor", 1.0)),
+                     "encoding": get("encoding.type", "")})
+    return pd.DataFrame(rows).set_index("variant")

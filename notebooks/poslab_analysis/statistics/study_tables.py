@@ -9,12 +9,10 @@ thing: the 95% t interval of the mean over the gated seeds. (The numbers the doc
 docs-truth marker naming the CSV cell they come from: tests/docs/check_docs.py.)
 """
 import os
-import sys
 
 import pandas as pd
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from poslab_analysis.statistics import seeds as poslab_stats  # noqa: E402
+from poslab_analysis.statistics import seeds as poslab_stats
 
 
 PLUS_MINUS = ("Each cell: the mean over seeds ± the standard deviation over seeds, of every run "
@@ -126,10 +124,3 @@ def passkey_tables(s):
                             ("accuracy", "digit accuracy")):
             print(f"\npasskey {what}{': ' + name if name else ''}, by depth and length\n")
             print(table(part, "passkey_depth", "factor", value, "x"))
-
-
-if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        print(__doc__)
-        sys.exit(2)
-    sys.exit(main(sys.argv[1]))

@@ -1,8 +1,6 @@
 """The language-model extrapolation study (experiments/lm_extrapolation.protocol.md): models
 trained on L-byte chunks of each corpus (the study's variants), read on chunks of L x factor.
 Its table has one part per corpus: a gate line, then the rows of its papers."""
-import os
-
 from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds
 
