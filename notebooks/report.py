@@ -197,7 +197,7 @@ def build(study_dir, out_dir, planned):
     os.chmod(staging, 0o755)  # mkdtemp makes it private
     try:
         shutil.copytree(os.path.join(WEB, "vendor"), os.path.join(staging, "lib"))
-        for asset in ("poslab.css", "report.js", "markdown.js"):
+        for asset in ("poslab.css", "page.js", "report.js", "markdown.js"):
             shutil.copy(os.path.join(WEB, asset), os.path.join(staging, "lib", asset))
         shutil.copy(os.path.join(WEB, "report.html"), os.path.join(staging, "index.html"))
         os.makedirs(os.path.join(staging, "data"))

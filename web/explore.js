@@ -10,14 +10,7 @@
 
 (() => {
   const index = window.POSLAB_EXPLORE;
-  const $ = (id) => document.getElementById(id);
-  const el = (tag, text, className) => {
-    const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    if (className) node.className = className;
-    return node;
-  };
-  const SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json";
+  const { $, el, SCHEMA } = poslabPage;  // web/page.js
   const cache = {};          // setting key -> its data
   const loading = {};        // setting key -> promise of its data
   let pending = 0;           // drawings not finished yet
@@ -223,7 +216,7 @@
   let lossView = null;
   function embed(holder, spec, renderer) {
     pending++;
-    return vegaEmbed(holder, spec, { actions: false, renderer })
+    return poslabPage.embed(holder, spec, renderer)
       .finally(() => { pending--; });
   }
 

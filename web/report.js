@@ -1,20 +1,13 @@
 // The report page: reads window.POSLAB_REPORT (data/report.js, written by notebooks/report.py)
 // and fills index.html. Text goes in with textContent only; charts are Vega-Lite specs made by
-// notebooks/report_figures.py, drawn by vega-embed. Every chart's view is kept in `views`, so
+// notebooks/poslab_analysis/figures/charts.py, drawn by vega-embed. Every chart's view is kept in `views`, so
 // the gate check box can set the signal `include_dropped` of all of them.
 "use strict";
 
 (() => {
   const data = window.POSLAB_REPORT;
   const views = [];
-  const $ = (id) => document.getElementById(id);
-  const el = (tag, text, className) => {
-    const node = document.createElement(tag);
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    if (className) node.className = className;
-    return node;
-  };
-  const embedOptions = { actions: false, renderer: "svg" };
+  const { $, el, SCHEMA, embed } = poslabPage;  // web/page.js
 
   document.title = "poslab report: " + data.study;
   $("study-name").textContent = data.study;
@@ -47,7 +40,7 @@
     for (const spec of figure.panels) {
       const holder = el("div", null, "chart");
       panels.appendChild(holder);
-      vegaEmbed(holder, spec, embedOptions).then((result) => views.push(result.view));
+      embed(holder, spec).then((result) => views.push(result.view));
     }
   }
   for (const name of data.not_interactive)
@@ -176,7 +169,7 @@
     }
     if (!values.length) { holder.appendChild(el("p", "No run selected.", "muted")); return; }
     const spec = {
-      $schema: "https://vega.github.io/schema/vega-lite/v6.json",
+      $schema: SCHEMA,
       width: 640, height: 300, data: { values },
       mark: { type: "line", point: { size: 20 } },
       params: [{ name: "pick", select: { type: "point", fields: ["run"] }, bind: "legend" },
@@ -191,7 +184,7 @@
                   { field: "loss", format: ".4f" }],
       },
     };
-    vegaEmbed(holder, spec, embedOptions).then((r) => { curveView = r.view; });
+    embed(holder, spec).then((r) => { curveView = r.view; });
   }
   drawCurves();
 })();

@@ -19,11 +19,11 @@
 // And per run, once: the positional part of the score against the distance i - j, per layer and
 // head, as far as the encoding exposes it (see positional_terms below).
 //
-// Output (--out, default explorer/): index.html, lib/ (web/vendor, explore.js, poslab.css),
-// data/index.js (runs, texts, what was computed) and data/r{run}_t{text}_f{factor}.js (one
-// setting each; the page loads them as scripts when they are shown: a page opened from file://
-// may not fetch files, but may load scripts). Written into a temporary directory beside --out
-// and moved into place at the end.
+// Output (--out, default explorer/): index.html, lib/ (web/vendor, page.js, explore.js,
+// poslab.css), data/index.js (runs, texts, what was computed) and
+// data/r{run}_t{text}_f{factor}.js (one setting each; the page loads them as scripts when they
+// are shown: a page opened from file:// may not fetch files, but may load scripts). Written into
+// a temporary directory beside --out and moved into place at the end.
 #include <unistd.h>
 
 #include <algorithm>
@@ -369,7 +369,7 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
 
     const fs::path web = fs::path(POSLAB_SOURCE_DIR) / "web";
     fs::copy(web / "vendor", staging / "lib", fs::copy_options::recursive);
-    for (const char* asset : {"poslab.css", "explore.js"})
+    for (const char* asset : {"poslab.css", "page.js", "explore.js"})
       fs::copy_file(web / asset, staging / "lib" / asset);
     fs::copy_file(web / "explore.html", staging / "index.html");
 
