@@ -13,6 +13,7 @@ Layers, each importing only the ones before it (tests/notebooks/check_imports.py
                 matplotlib) and charts*.py (interactive, Vega-Lite), each with its backend
 
 The entry points are the scripts beside this folder in notebooks/: claims.py, poslab_plots.py
-(`poslab plot`), report.py (`poslab report`), recl.py, bootstrap.py, and the notebooks.
+(`poslab plot`), report.py (`poslab report`), study_tables.py, recl.py, bootstrap.py,
+break_positions.py, rope_wavelengths.py, and the two notebooks.
 docs/analysis-code.md says where a new claim, figure kind or study kind goes.
 """
