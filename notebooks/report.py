@@ -22,17 +22,23 @@ string into the document as text (textContent), never as markup, so a study, run
 named `<script>...` shows as those characters. Charts are drawn by the vendored Vega-Lite
 (web/vendor/, copied into DIR/lib/).
 
-The site is written into a temporary directory beside DIR and moved into place at the end, so
-an error leaves the old report (if any) as it was.
+Where it writes: `poslab report` checks --out (src/core/site_directory.hpp: never a file, the
+study itself, or a directory it did not make), makes a fresh staging directory beside it and
+calls this script with `--out STAGING --staged`; it swaps the finished site into place. Called
+directly, this script writes only into a directory that does not exist yet or is empty.
+
+Errors reach the user as one line, `poslab report: error: FILE: problem`; --debug shows the
+Python traceback instead.
 """
 import argparse
 import contextlib
+import csv
 import io
 import json
 import os
 import shutil
 import sys
-import tempfile
+import traceback
 
 import pandas as pd
 
@@ -46,9 +52,54 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 WEB = os.path.join(SOURCE, "web")
 
 
+class ReportError(Exception):
+    """A problem with the user's input, said in one line (file and problem)."""
+
+
 def fail(message):
-    print(f"poslab report: error: {message}", file=sys.stderr)
-    sys.exit(1)
+    raise ReportError(message)
+
+
+SUMMARY_COLUMNS = ("run", "kind")  # what every summary.csv `poslab run` writes holds
+SUMMARY_LIMIT = 1 << 30            # bytes; a summary of 100,000 runs is far below this
+
+
+def read_summary(path):
+    """summary.csv as a DataFrame, or a ReportError that says what is wrong with the file."""
+    if not os.path.exists(path):
+        fail(f"{path} not found (run the study first: build/poslab run experiments/NAME.toml)")
+    if not os.path.isfile(path):  # a directory, a device (/dev/zero), a pipe
+        fail(f"{path} is not a regular file")
+    if os.path.getsize(path) > SUMMARY_LIMIT:
+        fail(f"{path} holds {os.path.getsize(path)} bytes, more than a summary can "
+             f"({SUMMARY_LIMIT}); is it the study's summary.csv?")
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        fail(f"{path} is not UTF-8 text (byte {e.start}); `poslab run --summary-only` "
+             f"writes it again from the run directories")
+    if "\0" in text:
+        fail(f"{path} holds NUL bytes: not a CSV table")
+    if not text.strip():
+        fail(f"{path} is empty; `poslab run STUDY --summary-only` writes it again")
+    rows = csv.reader(io.StringIO(text))
+    width = len(next(rows))
+    for line, row in enumerate(rows, start=2):
+        if row and len(row) != width:  # pandas would take the extra fields as an index
+            fail(f"{path} is not a CSV table poslab wrote: line {line} has {len(row)} fields, "
+                 f"the header {width}")
+    try:
+        summary = pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        fail(f"{path} is not a CSV table poslab wrote: {str(e).strip().splitlines()[-1]}")
+    missing = [c for c in SUMMARY_COLUMNS if c not in summary.columns]
+    if missing:
+        fail(f"{path} has no column {', '.join(repr(c) for c in missing)} (its columns: "
+             f"{', '.join(map(str, summary.columns[:6]))}{', ...' if len(summary.columns) > 6 else ''})"
+             f"; is it the summary.csv of a poslab study?")
+    return summary
 
 
 def read_text(path):
@@ -163,11 +214,7 @@ def run_table(study_dir, summary, planned):
 
 
 def build(study_dir, out_dir, planned):
-    summary_path = os.path.join(study_dir, "summary.csv")
-    if not os.path.exists(summary_path):
-        fail(f"{summary_path} not found (run the study first: build/poslab run "
-             f"experiments/NAME.toml)")
-    summary = pd.read_csv(summary_path)
+    summary = read_summary(os.path.join(study_dir, "summary.csv"))
     name = os.path.basename(os.path.normpath(study_dir))
     study_name = str(summary["study"].iloc[0]) if "study" in summary and len(summary) else name
 
@@ -191,31 +238,28 @@ def build(study_dir, out_dir, planned):
         "summary_rows": len(summary),
     }
 
-    parent = os.path.dirname(os.path.abspath(out_dir))
-    os.makedirs(parent, exist_ok=True)
-    staging = tempfile.mkdtemp(prefix=".report-", dir=parent)
-    os.chmod(staging, 0o755)  # mkdtemp makes it private
+    # Into out_dir, which is new or empty (main checked it); on an error, what was written here
+    # is removed again.
+    made = not os.path.exists(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
     try:
-        shutil.copytree(os.path.join(WEB, "vendor"), os.path.join(staging, "lib"))
+        shutil.copytree(os.path.join(WEB, "vendor"), os.path.join(out_dir, "lib"))
         for asset in ("poslab.css", "page.js", "report.js", "markdown.js"):
-            shutil.copy(os.path.join(WEB, asset), os.path.join(staging, "lib", asset))
-        shutil.copy(os.path.join(WEB, "report.html"), os.path.join(staging, "index.html"))
-        os.makedirs(os.path.join(staging, "data"))
-        with open(os.path.join(staging, "data", "report.js"), "w", encoding="utf-8") as f:
+            shutil.copy(os.path.join(WEB, asset), os.path.join(out_dir, "lib", asset))
+        shutil.copy(os.path.join(WEB, "report.html"), os.path.join(out_dir, "index.html"))
+        os.makedirs(os.path.join(out_dir, "data"))
+        with open(os.path.join(out_dir, "data", "report.js"), "w", encoding="utf-8") as f:
             # JSON is a JavaScript expression; allow_nan=False: NaN was turned into null.
             f.write("window.POSLAB_REPORT = ")
             json.dump(data, f, allow_nan=False, separators=(",", ":"))
             f.write(";\n")
-        if os.path.exists(out_dir):
-            old = out_dir.rstrip("/") + ".old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.rename(out_dir, old)
-            os.rename(staging, out_dir)
-            shutil.rmtree(old)
-        else:
-            os.rename(staging, out_dir)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        if made:
+            shutil.rmtree(out_dir, ignore_errors=True)
+        else:
+            for entry in os.listdir(out_dir):
+                path = os.path.join(out_dir, entry)
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
         raise
     return os.path.join(out_dir, "index.html")
 
@@ -223,21 +267,45 @@ def build(study_dir, out_dir, planned):
 def main(argv):
     parser = argparse.ArgumentParser(prog="report.py", description=__doc__.split("\n")[0])
     parser.add_argument("study_dir")
-    parser.add_argument("--out", default=None, help="default: STUDY_DIR/report")
+    parser.add_argument("--out", default=None,
+                        help="a new or empty directory (default: STUDY_DIR/report)")
     parser.add_argument("--runs", default=None, help="planned runs and their status (JSON)")
+    parser.add_argument("--staged", action="store_true",
+                        help="--out is poslab report's staging directory: say nothing of it")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an error, the Python traceback instead of one line")
     args = parser.parse_args(argv[1:])
+    try:
+        return write_report(args)
+    except ReportError as e:
+        print(f"poslab report: error: {e}", file=sys.stderr)
+    except Exception as e:  # noqa: BLE001 -- said in one line; --debug shows where
+        if args.debug:
+            raise
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        print(f"poslab report: error: {type(e).__name__}: {e} (in "
+              f"{os.path.basename(where.filename)}:{where.lineno}; --debug shows the "
+              f"traceback)", file=sys.stderr)
+    return 1
+
+
+def write_report(args):
     if not os.path.isdir(args.study_dir):
         fail(f"{args.study_dir}: not a directory")
+    out_dir = args.out or os.path.join(args.study_dir, "report")
+    if os.path.lexists(out_dir) and not (os.path.isdir(out_dir) and not os.listdir(out_dir)):
+        fail(f"--out {out_dir} exists and is not an empty directory; report.py writes only a new "
+             f"or empty one (poslab report replaces a report it wrote before)")
     planned = None
     if args.runs:
         with open(args.runs) as f:
             planned = json.load(f)
-    out_dir = args.out or os.path.join(args.study_dir, "report")
     index = build(args.study_dir, out_dir, planned)
-    total = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(out_dir)
-                for f in files)
-    print(f"{index}  ({total / 1e6:.1f} MB; open it in a browser: file://"
-          f"{os.path.abspath(index)})")
+    if not args.staged:
+        total = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(out_dir)
+                    for f in files)
+        print(f"{index}  ({total / 1e6:.1f} MB; open it in a browser: file://"
+              f"{os.path.abspath(index)})")
     return 0
 
 

@@ -8,7 +8,7 @@
 #   ONLY_SCENARIOS=scenario_two_stages bash scripts/test-slurm.sh   # only the scenarios named
 #
 # Needs root (it installs Debian's Slurm and MUNGE packages if they are missing) and a built
-# poslab; it builds nothing. A few minutes once the packages are installed (four scenarios).
+# poslab; it builds nothing. A few minutes once the packages are installed (five scenarios).
 #
 # How a one-node Slurm cluster fits together (the three daemons this script starts):
 #   munged     MUNGE, the authentication service: every Slurm message carries a credential
@@ -787,9 +787,80 @@ STUDY
   echo "PASS: the failed first stage cancelled the second (afterok never satisfied); no child started"
 }
 
+# Scenario 5 (issue 32): one two-stage study exported twice and both submissions submitted at
+# once, so that each run is reached by two tasks at the same time (two cores: the two
+# submissions' tasks of a stage run side by side). The task that finds its run being trained
+# waits for the trainer and exits by its outcome (`poslab train --resume --wait-for-trainer`),
+# so every task must complete, neither submission's second stage may be cancelled, both runs
+# must be done, each trained exactly once, and at least one task must have waited.
+scenario_racing_submissions() {
+  local results="$WORK/results-5" study="$WORK/stages-racing.toml" submit_scripts=() jobs=()
+  local script job states bad log trained
+  log "scenario 5: two submissions of one two-stage study racing; no stage 2 may be cancelled"
+  cat >"$study" <<'STUDY'
+[study]
+name = "racing"
+[base.model]
+d_model = 16
+n_layers = 1
+n_heads = 2
+d_inner = 32
+[base.train]
+seq_len = 8
+batch_size = 4
+steps = 3000
+threads = 1
+[base.eval]
+batches = 2
+[sweep]
+"train.seed" = [51]
+[[variant]]
+name = "short"
+[[variant]]
+name = "long"
+from = "short"
+set = { "train.seq_len" = 16, "train.steps" = 1500 }
+STUDY
+  for n in 1 2; do
+    "$POSLAB" run "$study" --export slurm --out "$results" >"$WORK/export-5-$n.txt" 2>&1 ||
+      { cat "$WORK/export-5-$n.txt"; echo "FAIL: export $n failed"; return 1; }
+    script=$(sed -n 's/^submit with: //p' "$WORK/export-5-$n.txt" | tail -n 1)
+    script=${script#\'}
+    submit_scripts+=("${script%\'}")
+  done
+  [[ "${submit_scripts[0]}" != "${submit_scripts[1]}" ]] ||
+    { echo "FAIL: the two exports share one submission directory"; return 1; }
+  for script in "${submit_scripts[@]}"; do
+    bash "$script" >>"$WORK/submit-5.txt" 2>&1 ||
+      { cat "$WORK/submit-5.txt"; echo "FAIL: $script failed"; return 1; }
+  done
+  cat "$WORK/submit-5.txt"
+  mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-5.txt")
+  ((${#jobs[@]} == 4)) || { echo "FAIL: expected 4 jobs (two stages, twice), got ${#jobs[@]}"; return 1; }
+  for job in "${jobs[@]}"; do
+    wait_for_job "$job" || { echo "FAIL: job $job did not finish in ${JOB_TIMEOUT}s"; return 1; }
+  done
+  for job in "${jobs[@]}"; do
+    states=$(job_states "$job")
+    echo "job $job: $(echo "$states" | awk '{ printf "%s %s %s; ", $1, $2, $3 }')"
+    bad=$(awk '$2 != "COMPLETED"' <<<"$states")
+    [[ -n "$states" && -z "$bad" ]] ||
+      { echo "FAIL: job $job has tasks that did not complete (a racing task failed, or a stage 2 was cancelled)"; return 1; }
+  done
+  (($(finished_runs "$results") == 2)) ||
+    { echo "FAIL: $(finished_runs "$results") of 2 runs are done"; return 1; }
+  for log in "$results"/runs/*.log; do
+    trained=$(grep -c '^trained ' "$log" || true)
+    ((trained == 1)) || { echo "FAIL: $log records $trained finished trainings"; return 1; }
+  done
+  grep -h "waiting for it to end" "$results"/runs/*.log ||
+    { echo "FAIL: no task found its run being trained: the submissions did not race"; return 1; }
+  echo "PASS: both submissions completed every task; each run trained once; the task that met a trainer waited for it"
+}
+
 # The scenarios main runs, in order (ONLY_SCENARIOS="name ..." in the environment: only those).
 SCENARIOS=(scenario_export_matches_local scenario_cancel_reexport_resubmit scenario_two_stages
-  scenario_failed_parent)
+  scenario_failed_parent scenario_racing_submissions)
 if [[ -n "${ONLY_SCENARIOS:-}" ]]; then read -r -a SCENARIOS <<<"$ONLY_SCENARIOS"; fi
 
 # =============================================================================================

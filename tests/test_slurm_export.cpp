@@ -8,10 +8,13 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "process_helpers.hpp"
 #include "study/slurm_export.hpp"
@@ -46,7 +49,7 @@ struct HeldRunLock {
   int fd;
   explicit HeldRunLock(const fs::path& dir) {
     fs::create_directories(dir);
-    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+    fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // not inherited by a task
     REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
   }
   ~HeldRunLock() { ::close(fd); }
@@ -75,7 +78,7 @@ TEST_CASE("slurm export: a pinned submission with its commands, configs and job 
   const std::vector<std::string> commands = lines_of(read_file(dir / "commands.txt"));
   REQUIRE(commands.size() == 1);
   CHECK_THAT(commands[0], Contains((dir / "configs" / "train.seed-2.toml").string()) &&
-                              Contains(" --resume >> ") && Contains("train.seed-2.log"));
+                              Contains(" --resume --wait-for-trainer 172800 >> ") && Contains("train.seed-2.log"));
   CHECK(poslab::load_config((dir / "configs" / "train.seed-2.toml").string(),
                             poslab::registered_choices())
             .train.seed == 2);
@@ -99,13 +102,24 @@ TEST_CASE("slurm export: a pinned submission with its commands, configs and job 
   SECTION("a task whose line does not exist fails instead of succeeding silently") {
     CHECK(run_task(dir / "array-0.sh", 5) == 1);
   }
-  SECTION("a task never touches a run another process is training") {
+  SECTION("a task never touches a run another process is training; it waits, then fails with it") {
+    // The other trainer holds the lock for a second and ends without finishing the run: the
+    // task waits for it (--wait-for-trainer), then exits 1, so a Slurm dependency sees that
+    // the run is not done (issue 32); the run's files are the other trainer's, untouched.
     const fs::path run_dir = two.layout.run_dir(two.runs[1]);
-    HeldRunLock held(run_dir);
+    auto held = std::make_unique<HeldRunLock>(run_dir);
     poslab::testing::write_file(run_dir / "metrics.csv", "step,loss\n1,5.0\n");
-    CHECK(run_task(dir / "array-0.sh", 0) == 1);
+    std::thread other_trainer_ends([&held] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+      held.reset();
+    });
+    const int code = run_task(dir / "array-0.sh", 0);
+    other_trainer_ends.join();
+    CHECK(code == 1);
     CHECK(read_file(run_dir / "metrics.csv") == "step,loss\n1,5.0\n");
-    CHECK_THAT(read_file(two.layout.log_file(two.runs[1])), Contains("another poslab process"));
+    CHECK_THAT(read_file(two.layout.log_file(two.runs[1])),
+               Contains("waiting for it to end") && Contains("ended after") &&
+                   Contains("poslab: error:"));
   }
   SECTION("a later export is a new submission; the queued one is unchanged") {
     const std::string before = read_file(dir / "commands.txt");

@@ -364,9 +364,22 @@ bool claim_run_directory(const Config& cfg, ExistingRun existing, bool locked = 
   return false;
 }
 
+// After waiting for another process that was training this very run (--wait-for-trainer):
+// its outcome is this call's. Finished with this config: exit 0; otherwise an error, and this
+// call does not train it (a Slurm dependency then sees that the run is not done).
+int outcome_of_other_trainer(const Config& cfg) {
+  if (claim_run_directory(cfg, ExistingRun::resume)) return 0;
+  throw std::runtime_error(cfg.out_dir + ": the process that was training it ended before the "
+                           "run finished (no eval.json); not training it here: export the study "
+                           "again and submit what is unfinished");
+}
+
 }  // namespace
 
-int run_train(const Config& cfg, ExistingRun existing) {
+int run_train(const Config& cfg, ExistingRun existing, int wait_for_trainer_seconds) {
+  const bool wait = existing == ExistingRun::resume && wait_for_trainer_seconds > 0;
+  if (wait && wait_for_other_trainer(cfg.out_dir, wait_for_trainer_seconds, std::cout))
+    return outcome_of_other_trainer(cfg);
   // --resume of a finished run: nothing to do, and nothing to load.
   if (existing == ExistingRun::resume && claim_run_directory(cfg, existing)) return 0;
   const std::string started = utc_now();
@@ -422,6 +435,10 @@ int run_train(const Config& cfg, ExistingRun existing) {
   // One writer per run directory, for as long as this process lives. Checked again under the
   // lock: another `poslab train` may have taken the directory since claim_run_directory looked.
   std::optional<DirectoryLock> lock = DirectoryLock::try_lock(run.path());
+  if (!lock && wait) {  // another trainer took it since the first look
+    wait_for_other_trainer(cfg.out_dir, wait_for_trainer_seconds, std::cout);
+    return outcome_of_other_trainer(cfg);
+  }
   if (!lock)
     throw std::runtime_error(cfg.out_dir + " is being written by another poslab process (it "
                              "holds the directory's lock); not training it twice");

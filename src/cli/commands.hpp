@@ -22,7 +22,11 @@ enum class ExistingRun {
 // Trains as configured and writes the run directory cfg.out_dir (config.toml, metrics.csv,
 // checkpoint/, eval.json last). A run being written by another process (it holds the
 // directory's lock) is never touched, whatever `existing` says.
-int run_train(const Config& cfg, ExistingRun existing = ExistingRun::refuse);
+// wait_for_trainer_seconds (with ExistingRun::resume; `--wait-for-trainer`, what exported study
+// commands use): a run another process is training is waited for, at most that long, and its
+// outcome is this call's (0 if it finished with this config, an error otherwise).
+int run_train(const Config& cfg, ExistingRun existing = ExistingRun::refuse,
+              int wait_for_trainer_seconds = 0);
 
 // Evaluates the checkpoint of a finished run; seq_len 0 / mem_len -1 mean "as trained".
 // token_losses_file, if not empty, receives the loss of every scored token (.npy, float32).
@@ -96,7 +100,12 @@ int run_python_script(const std::string& script_name, const std::vector<std::str
 
 // `poslab report` (report.cpp): a study's results as a static site, built by
 // notebooks/report.py; out_dir "" = STUDY_DIR/report.
-int run_report(const std::string& study_dir, const std::string& out_dir, std::ostream& out);
+struct ReportOptions {
+  std::string study_dir;
+  std::string out_dir;  // "" = STUDY_DIR/report
+  bool debug = false;   // a Python error as its traceback, not one line
+};
+int run_report(const ReportOptions& options, std::ostream& out);
 
 // `poslab explore` (explore.cpp): the attention explorer of one or more trained runs.
 struct ExploreOptions {

@@ -23,7 +23,8 @@
 // poslab.css), data/index.js (runs, texts, what was computed) and
 // data/r{run}_t{text}_f{factor}.js (one setting each; the page loads them as scripts when they
 // are shown: a page opened from file:// may not fetch files, but may load scripts). Written into
-// a temporary directory beside --out and moved into place at the end.
+// a staging directory beside --out and swapped into place at the end; what --out may be is
+// core/site_directory.hpp's rule.
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,7 @@
 
 #include "cli/byte_labels.hpp"
 #include "cli/commands.hpp"
+#include "core/site_directory.hpp"
 #include "config/load.hpp"
 #include "data/corpus.hpp"
 #include "model/transformer.hpp"
@@ -306,6 +308,11 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
   if (options.texts < 0) throw std::runtime_error("--texts must be >= 0");
   if (options.texts == 0 && options.text_file.empty())
     throw std::runtime_error("--texts 0 needs --text FILE: there would be nothing to show");
+  const fs::path out_dir =
+      options.out_dir.empty() ? fs::path("explorer") : fs::path(options.out_dir);
+  std::vector<fs::path> inputs(options.runs.begin(), options.runs.end());
+  if (!options.text_file.empty()) inputs.push_back(options.text_file);
+  SiteDirectory::check(out_dir, "explorer", inputs);  // before any work; nothing is written
   set_threads(1);
   std::vector<LoadedRun> runs;
   for (const std::string& path : options.runs) runs.push_back(load_run(path));
@@ -316,75 +323,62 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
     need = std::max(need, std::size_t(r.cfg.memory.mem_len + max_factor * r.cfg.train.seq_len + 1));
   const std::vector<Text> texts = choose_texts(runs[0].cfg, options.texts, need, options.text_file);
 
-  const fs::path out_dir =
-      options.out_dir.empty() ? fs::path("explorer") : fs::path(options.out_dir);
-  const fs::path parent = fs::absolute(out_dir).parent_path();
-  fs::create_directories(parent);
-  const fs::path staging = parent / (".explore-" + std::to_string(::getpid()));
-  fs::remove_all(staging);
-  try {
-    fs::create_directories(staging / "data");
-    json index_runs = json::array(), index_texts = json::array(), settings = json::object();
-    for (const Text& text : texts)
-      index_texts.push_back({{"name", text.name}, {"source", text.source},
-                             {"bytes", text.tokens.size()}});
-    for (std::size_t r = 0; r < runs.size(); ++r) {
-      LoadedRun& run = runs[r];
-      const int T = run.cfg.train.seq_len, M = run.cfg.memory.mem_len;
-      json positional;
-      for (std::size_t t = 0; t < texts.size(); ++t)
-        for (int factor : factors) {
-          const std::string key = setting_key(r, t, factor);
-          if (std::size_t(M + factor * T + 1) > texts[t].tokens.size()) {
-            settings[key] = {{"missing", "the text is shorter than memory + " +
-                                             std::to_string(factor) + " x " + std::to_string(T) +
-                                             " + 1 bytes"}};
-            continue;
-          }
-          json data;
-          try {
-            data = explore_one(run, texts[t], factor);
-          } catch (const std::exception& e) {
-            settings[key] = {{"missing", e.what()}};
-            continue;
-          }
-          // The positional terms read the queries of the first text at 1x (the first setting).
-          if (positional.is_null()) positional = positional_terms(run, max_factor * T + M - 1);
-          write_text(staging / "data" / (key + ".js"),
-                     "poslabExplore.add(\"" + key + "\", " + js_value(data) + ");\n");
-          settings[key] = {{"file", "data/" + key + ".js"}};
+  // Written beside out_dir, swapped in at the end.
+  SiteDirectory site = SiteDirectory::prepare(out_dir, "explorer", inputs);
+  site.make_staging();
+  const fs::path& staging = site.staging();
+  fs::create_directories(staging / "data");
+  json index_runs = json::array(), index_texts = json::array(), settings = json::object();
+  for (const Text& text : texts)
+    index_texts.push_back({{"name", text.name}, {"source", text.source},
+                           {"bytes", text.tokens.size()}});
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    LoadedRun& run = runs[r];
+    const int T = run.cfg.train.seq_len, M = run.cfg.memory.mem_len;
+    json positional;
+    for (std::size_t t = 0; t < texts.size(); ++t)
+      for (int factor : factors) {
+        const std::string key = setting_key(r, t, factor);
+        if (std::size_t(M + factor * T + 1) > texts[t].tokens.size()) {
+          settings[key] = {{"missing", "the text is shorter than memory + " +
+                                           std::to_string(factor) + " x " + std::to_string(T) +
+                                           " + 1 bytes"}};
+          continue;
         }
-      index_runs.push_back({{"path", run.path},
-                            {"name", fs::path(run.path).lexically_normal().filename().string()},
-                            {"encoding", run.cfg.encoding.type},
-                            {"n_layers", run.cfg.model.n_layers},
-                            {"n_heads", run.cfg.model.n_heads},
-                            {"seq_len", T},
-                            {"mem_len", M},
-                            {"positional", positional}});
-    }
-    const json index = {{"runs", index_runs}, {"texts", index_texts}, {"factors", factors},
-                        {"max_rows", kMaxRows}, {"settings", settings}};
-    write_text(staging / "data" / "index.js", "window.POSLAB_EXPLORE = " + js_value(index) + ";\n");
-
-    const fs::path web = fs::path(POSLAB_SOURCE_DIR) / "web";
-    fs::copy(web / "vendor", staging / "lib", fs::copy_options::recursive);
-    for (const char* asset : {"poslab.css", "page.js", "explore.js"})
-      fs::copy_file(web / asset, staging / "lib" / asset);
-    fs::copy_file(web / "explore.html", staging / "index.html");
-
-    if (fs::exists(out_dir)) {
-      const fs::path old = parent / (".explore-old-" + std::to_string(::getpid()));
-      fs::rename(out_dir, old);
-      fs::rename(staging, out_dir);
-      fs::remove_all(old);
-    } else {
-      fs::rename(staging, out_dir);
-    }
-  } catch (...) {
-    fs::remove_all(staging);
-    throw;
+        json data;
+        try {
+          data = explore_one(run, texts[t], factor);
+        } catch (const std::exception& e) {
+          settings[key] = {{"missing", e.what()}};
+          continue;
+        }
+        // The positional terms read the queries of the first text at 1x (the first setting).
+        if (positional.is_null()) positional = positional_terms(run, max_factor * T + M - 1);
+        write_text(staging / "data" / (key + ".js"),
+                   "poslabExplore.add(\"" + key + "\", " + js_value(data) + ");\n");
+        settings[key] = {{"file", "data/" + key + ".js"}};
+      }
+    index_runs.push_back({{"path", run.path},
+                          {"name", fs::path(run.path).lexically_normal().filename().string()},
+                          {"encoding", run.cfg.encoding.type},
+                          {"n_layers", run.cfg.model.n_layers},
+                          {"n_heads", run.cfg.model.n_heads},
+                          {"seq_len", T},
+                          {"mem_len", M},
+                          {"positional", positional}});
   }
+  const json index = {{"runs", index_runs}, {"texts", index_texts}, {"factors", factors},
+                      {"max_rows", kMaxRows}, {"settings", settings}};
+  write_text(staging / "data" / "index.js", "window.POSLAB_EXPLORE = " + js_value(index) + ";\n");
+
+  const fs::path web = fs::path(POSLAB_SOURCE_DIR) / "web";
+  fs::copy(web / "vendor", staging / "lib", fs::copy_options::recursive);
+  for (const char* asset : {"poslab.css", "page.js", "explore.js"})
+    fs::copy_file(web / asset, staging / "lib" / asset);
+  fs::copy_file(web / "explore.html", staging / "index.html");
+
+  site.commit();
+
   std::uintmax_t total = 0;
   for (const auto& entry : fs::recursive_directory_iterator(out_dir))
     if (entry.is_regular_file()) total += entry.file_size();

@@ -136,6 +136,7 @@ struct Arguments {
   int scaling_tokens = 1024;         // bench --scaling: batch x segment
   bool force = false;                // train: move an existing run aside
   bool resume = false;               // train: finish (or skip) the same experiment
+  int wait_for_trainer_seconds = 0;  // train --resume: wait for another trainer of the run
   std::string init_from;             // train: a finished run to start from (train.init_from)
   bool init_optimizer = false;       // train: with its Adam moments (train.init_optimizer)
   std::string token_losses_file;     // eval: per-token losses (.npy)
@@ -215,6 +216,14 @@ int run(int argc, char** argv) {
                   "bit-identical to an uninterrupted run), or train it again from step 0 if it "
                   "has none. Another config is refused")
       ->excludes(force);
+  train->add_option("--wait-for-trainer", args.wait_for_trainer_seconds,
+                    "With --resume: if another process is training this run now, wait for it "
+                    "(at most SECONDS) and exit by its outcome: 0 if it finished the run, 1 if "
+                    "not (what exported study commands use, so that a Slurm dependency sees "
+                    "whether the run is done). Default 0: refuse at once")
+      ->type_name("SECONDS")
+      ->check(CLI::Range(0, 30 * 24 * 3600))
+      ->needs("--resume");
   train->add_option("--init-from", args.init_from,
                     "Fine-tune: start from the parameters of this finished run instead of a "
                     "random initialisation (sets train.init_from). The config may change "
@@ -452,7 +461,9 @@ int run(int argc, char** argv) {
   explore->add_option("RUN", explore_options.runs, "Run directories of language models (two: side by side)")
       ->required()
       ->expected(-1);
-  explore->add_option("--out", explore_options.out_dir, "Where to write the page (default: explorer/)")
+  explore->add_option("--out", explore_options.out_dir,
+                      "Where to write the page (default: explorer/): a new directory, an empty "
+                      "one, or an explorer written there before")
       ->type_name("DIR");
   explore->add_option("--text", explore_options.text_file,
                       "A text of yours to show as well (bytes; lengths it is too short for are skipped)")
@@ -475,19 +486,25 @@ int run(int argc, char** argv) {
       "    ALiBi, KERPLE, FIRE), Shaw's q.a^K, Transformer-XL's (b)+(d), DeBERTa's c2p, RoPE's\n"
       "    q.k response; none for sinusoidal, learned and none (positions are in the embeddings).\n"
       "Two runs are shown side by side with one set of controls (layer, head, text, length).\n"
-      "Writes DIR/index.html, DIR/data/ and DIR/lib/ (Vega-Lite, vendored); the old DIR is\n"
-      "replaced only at the end. What to look for, per encoding: docs/10-explorer.md.\n"
+      "Writes DIR/index.html, DIR/data/ and DIR/lib/ (Vega-Lite, vendored) into a directory\n"
+      "beside DIR, which then replaces DIR whole. DIR must be new, empty, or an explorer poslab\n"
+      "wrote (it holds .poslab-explorer); a file, a run, or a directory of other files is\n"
+      "refused. What to look for, per encoding: docs/10-explorer.md.\n"
       "Example:\n"
       "  poslab explore runs/sinusoidal runs/alibi --out runs/explorer\n"
       "  xdg-open runs/explorer/index.html");
 
-  std::string report_dir, report_out;
+  ReportOptions report_options;
   CLI::App* report = app.add_subcommand(
       "report", "Write a study's results as a web site that opens from disk (no server).");
-  report->add_option("STUDY_DIR", report_dir, "A study's results directory (holds summary.csv)")
+  report->add_option("STUDY_DIR", report_options.study_dir, "A study's results directory (holds summary.csv)")
       ->required();
-  report->add_option("--out", report_out, "Where to write the site (default: STUDY_DIR/report)")
+  report->add_option("--out", report_options.out_dir,
+                     "Where to write the site (default: STUDY_DIR/report): a new directory, an "
+                     "empty one, or a report written there before")
       ->type_name("DIR");
+  report->add_flag("--debug", report_options.debug,
+                   "On an error in the Python part, its traceback instead of one line");
   report->footer(
       "Writes DIR/index.html and what it needs (data/report.js, lib/ with the vendored\n"
       "Vega-Lite, web/vendor/), to open from disk in any browser, offline:\n"
@@ -501,7 +518,9 @@ int run(int argc, char** argv) {
       "The runs are those STUDY_DIR/study.toml plans (with [smoke] if the name ends in -smoke).\n"
       "A committed study keeps summary.csv but not its run directories: its runs show as done\n"
       "from summary.csv, without provenance beyond the commit, and without learning curves.\n"
-      "Built by /usr/bin/python3 notebooks/report.py; the old DIR is replaced only at the end.\n"
+      "Built by /usr/bin/python3 notebooks/report.py into a directory beside DIR, which then\n"
+      "replaces DIR whole. DIR must be new, empty, or a report poslab wrote (it holds\n"
+      ".poslab-report); a file, the study itself, or a directory of other files is refused.\n"
       "Example:\n"
       "  poslab report results/xl_terms\n"
       "  xdg-open results/xl_terms/report/index.html");
@@ -550,7 +569,7 @@ int run(int argc, char** argv) {
     if (*tasks) return list_tasks(std::cout);
     if (*run_command) return run_study(run_options, std::cout);
     if (*plot) return run_python_script("poslab_plots.py", plot_dirs);
-    if (*report) return run_report(report_dir, report_out, std::cout);
+    if (*report) return run_report(report_options, std::cout);
     if (*explore) return run_explore(explore_options, std::cout);
     if (*attention) {
       attention_options.mem_text_given = attention->count("--mem-text") > 0;
@@ -570,9 +589,11 @@ int run(int argc, char** argv) {
         check_path_argument("--out", args.out_dir);
         cfg.out_dir = args.out_dir;
       }
-      return run_train(cfg, args.force    ? ExistingRun::force
-                            : args.resume ? ExistingRun::resume
-                                          : ExistingRun::refuse);
+      return run_train(cfg,
+                       args.force    ? ExistingRun::force
+                       : args.resume ? ExistingRun::resume
+                                     : ExistingRun::refuse,
+                       args.wait_for_trainer_seconds);
     }
     if (*eval)
       return args.passkey ? run_eval_passkey(args.run_dir, args.overrides)

@@ -15,6 +15,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "core/site_directory.hpp"
 #include "study/runner.hpp"
 #include "study/study.hpp"
 
@@ -70,17 +72,23 @@ nlohmann::json planned_runs(const fs::path& root, std::ostream& out) {
 
 }  // namespace
 
-int run_report(const std::string& study_dir, const std::string& out_dir, std::ostream& out) {
-  const fs::path root(study_dir);
-  if (!fs::is_directory(root)) throw std::runtime_error(study_dir + ": not a directory");
+int run_report(const ReportOptions& options, std::ostream& out) {
+  const fs::path root(options.study_dir);
+  if (!fs::is_directory(root)) throw std::runtime_error(options.study_dir + ": not a directory");
   if (!fs::exists(root / "summary.csv"))
     throw std::runtime_error((root / "summary.csv").string() +
                              " not found (run the study first: poslab run "
                              "experiments/NAME.toml)");
-  std::vector<std::string> arguments = {study_dir};
-  if (!out_dir.empty()) arguments.insert(arguments.end(), {"--out", out_dir});
+  // --out: checked before anything else, built beside, swapped in only when complete.
+  const fs::path default_out = root / "report";
+  const fs::path out_dir = options.out_dir.empty() ? default_out : fs::path(options.out_dir);
+  SiteDirectory::check(out_dir, "report", {root}, default_out);
 
   const nlohmann::json runs = planned_runs(root, out);
+  SiteDirectory site = SiteDirectory::prepare(out_dir, "report", {root}, default_out);
+  std::vector<std::string> arguments = {options.study_dir, "--out", site.staging().string(),
+                                        "--staged"};
+  if (options.debug) arguments.push_back("--debug");
   fs::path runs_file;
   if (!runs.is_null()) {
     runs_file = fs::temp_directory_path() /
@@ -98,7 +106,17 @@ int run_report(const std::string& study_dir, const std::string& out_dir, std::os
     throw;
   }
   if (!runs_file.empty()) fs::remove(runs_file);
-  return code;
+  if (code != 0) return code;  // report.py said why; the staging directory goes, --out stays
+  site.commit();
+
+  std::uintmax_t total = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(out_dir))
+    if (entry.is_regular_file()) total += entry.file_size();
+  const fs::path index = out_dir / "index.html";
+  out << index.string() << "  (" << std::fixed << std::setprecision(1) << double(total) / 1e6
+      << " MB; open it in a browser: file://" << fs::absolute(index).lexically_normal().string()
+      << ")\n";
+  return 0;
 }
 
 }  // namespace poslab

@@ -472,10 +472,14 @@ std::string export_command(const PlannedRun& run, const StudyLayout& layout,
   if (!config_file.empty()) args[3] = config_file.string();  // {poslab, train, --config, FILE}
   std::string train;
   for (const std::string& arg : args) train += (train.empty() ? "" : " ") + shell_quote(arg);
-  // --resume: a finished run is skipped, a run another process trains is refused (its lock),
-  // an unfinished one is trained again. The log is appended to: a refused second start must
-  // not erase the log of the training that holds the run.
-  return "cd " + shell_quote(fs::current_path().string()) + " && " + train + " --resume >> " +
+  // --resume: a finished run is skipped (exit 0), an unfinished one is trained again.
+  // --wait-for-trainer: a run another process is training (a second submission of the study)
+  // is waited for, and its outcome is this command's: 0 if it finished, 1 if not, so that the
+  // next stage's afterok dependency sees the truth (docs/08). The bound is kWaitForTrainer;
+  // a Slurm task's own --time ends it sooner. The log is appended to: a second start must not
+  // erase the log of the training that holds the run.
+  return "cd " + shell_quote(fs::current_path().string()) + " && " + train +
+         " --resume --wait-for-trainer " + std::to_string(kWaitForTrainerSeconds) + " >> " +
          shell_quote(layout.log_file(run).string()) + " 2>&1";
 }
 

@@ -116,9 +116,14 @@ bool is_being_trained(const std::filesystem::path& run_dir);
 // `why`, if given, receives what differs for a stale run.
 RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why = nullptr);
 
+// How long an exported command waits for another process that is training its run (two
+// submissions of one study): two days; a Slurm task's --time usually ends it sooner.
+constexpr int kWaitForTrainerSeconds = 2 * 24 * 3600;
+
 // The command that runs `run` from any directory: cd to the current directory, then
-// `poslab train --config FILE --resume`, appending to the run's .log: a finished run is left as
-// it is, a run another process trains is refused, an unfinished one is trained from step 0.
+// `poslab train --config FILE --resume --wait-for-trainer kWaitForTrainerSeconds`, appending to
+// the run's .log: a finished run is left as it is (exit 0), a run another process trains is
+// waited for and its outcome is the command's, an unfinished one is trained from step 0.
 // `config_file`: the run's config, if not layout.config_file(run) (a pinned Slurm submission).
 // `threads` > 0 (--threads): the command sets train.threads to it.
 std::string export_command(const PlannedRun& run, const StudyLayout& layout,

@@ -32,6 +32,7 @@
 #include "config/load.hpp"
 #include "config/toml_text.hpp"
 #include "data/corpus.hpp"
+#include "train/init_from.hpp"
 #include "train/registered_choices.hpp"
 
 namespace poslab {
@@ -368,6 +369,10 @@ void read_variants(const toml::node* node, Study& study) {
                "starts from");
         variant.from = e.node->as_string()->get();
         variant.from_line = e.line;
+        if (variant.from.empty())
+          fail(at_line(study.source, e.line),
+               "variant 'from' is empty: name the variant whose runs this one starts from, or "
+               "leave 'from' out to train from scratch");
       } else {
         fail(at_line(study.source, e.line),
              "unknown key '" + e.key + "' in [[variant]]; a variant has name, set and from");
@@ -676,6 +681,20 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
         if (++choice[a] < study.axes[a].values.size()) break;
         choice[a] = 0;
       }
+    }
+  }
+  // Every child can start from its parent as both will be built: the same parameters, names
+  // and shapes (train/init_from.hpp). Found here, not after the parents have trained.
+  for (const PlannedRun& run : runs) {
+    if (run.parent == PlannedRun::kNoParent) continue;
+    const Variant* variant = variant_named(run.variant);
+    try {
+      check_same_parameters(runs[run.parent].config, run.config);
+    } catch (const InitFromError& e) {
+      fail(at_line(study.source, variant->from_line),
+           "variant '" + variant->name + "' (from = \"" + variant->from + "\"): run '" + run.id +
+               "' cannot start from run '" + run.parent_id + "': " + e.what() +
+               " (checked before any run starts, nothing was written)");
     }
   }
   return runs;

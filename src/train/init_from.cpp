@@ -57,6 +57,42 @@ std::string shape_keys_difference(const Config& parent, const Config& child) {
   return out;
 }
 
+void check_same_parameters(const Config& parent, const Config& child) {
+  const std::string difference = shape_keys_difference(parent, child);
+  if (difference.empty()) return;  // the same [model] and [encoding]: the same parameters
+  const TransformerLM<float> from(parent.model, parent.encoding, parent.memory);
+  const TransformerLM<float> to(child.model, child.encoding, child.memory);
+  auto shape_text = [](const std::vector<std::size_t>& shape) {
+    std::string text = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i)
+      text += (i ? ", " : "") + std::to_string(shape[i]);
+    return text + "]";
+  };
+  std::map<std::string, const ParamSlot*> in_child;
+  for (const ParamSlot& slot : to.arena().slots()) in_child[slot.name] = &slot;
+  std::string problem;
+  for (const ParamSlot& slot : from.arena().slots()) {
+    const auto it = in_child.find(slot.name);
+    if (it == in_child.end()) {
+      problem = "the parent has parameter '" + slot.name + "' " + shape_text(slot.shape) +
+                ", this run's model has none";
+      break;
+    }
+    if (it->second->shape != slot.shape) {
+      problem = "parameter '" + slot.name + "' has shape " + shape_text(slot.shape) +
+                " in the parent but " + shape_text(it->second->shape) + " in this run";
+      break;
+    }
+    in_child.erase(it);
+  }
+  if (problem.empty() && !in_child.empty())
+    problem = "the parent has no parameter '" + in_child.begin()->first + "' (this run has it, " +
+              shape_text(in_child.begin()->second->shape) + ")";
+  if (problem.empty()) return;
+  throw InitFromError(problem + "; the configs differ in " + difference +
+                      "; fine-tuning keeps every parameter's name and shape");
+}
+
 nlohmann::json ParentRun::to_json() const {
   return {{"path", path},
           {"absolute_path", absolute_path},

@@ -62,6 +62,14 @@ ParentRun initialize_from_parent(const Config& child, TransformerLM<float>& mode
 constexpr const char* kParentRecordFile = "init_from.json";
 ParentRun read_parent_record(const std::filesystem::path& run_dir);
 
+// Throws InitFromError "parameter 'embedding' has shape [256, 16] in the parent but [256, 32] in
+// this run; the configs differ in model.d_model: 16 -> 32; ..." if the model `child` builds does
+// not have exactly the parameters (names and shapes) of the model `parent` builds: what
+// initialize_from_parent would refuse, found from the two configs alone (a study checks every
+// child against its parent this way before any run starts). Builds both models when their
+// [model] or [encoding] differ.
+void check_same_parameters(const Config& parent, const Config& child);
+
 // "encoding.max_len: 1024 -> 2048, model.d_model: 64 -> 32": the keys of [model] and [encoding]
 // whose values differ between two configs (what can change a parameter's shape); "" if none.
 std::string shape_keys_difference(const Config& parent, const Config& child);

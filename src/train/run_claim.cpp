@@ -8,6 +8,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <ostream>
+#include <stdexcept>
+#include <thread>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +40,45 @@ std::string slurm_job() {
 }
 
 }  // namespace
+
+bool trained_by_another(const fs::path& run_dir) {
+  if (DirectoryLock::is_held(run_dir)) return true;
+  const std::optional<ClaimInfo> claim = read_claim(run_dir);
+  return claim && claim_is_live(*claim);
+}
+
+bool wait_for_other_trainer(const fs::path& run_dir, int max_seconds, std::ostream& out,
+                            int report_every_seconds) {
+  if (!trained_by_another(run_dir)) return false;
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
+  auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::seconds>(Clock::now() - t).count();
+  };
+  auto who = [&run_dir] {
+    const std::optional<ClaimInfo> claim = read_claim(run_dir);
+    return claim ? claim->describe() : std::string("a process holding its lock");
+  };
+  out << "poslab train: " << run_dir.string() << " is being trained by " << who()
+      << "; waiting for it to end (at most " << max_seconds << " s), then exiting by its "
+      << "outcome\n" << std::flush;
+  Clock::time_point last_report = start;
+  while (trained_by_another(run_dir)) {
+    if (seconds_since(start) >= max_seconds)
+      throw std::runtime_error(run_dir.string() + " is still being trained by " + who() +
+                               " after " + std::to_string(max_seconds) +
+                               " s of waiting (--wait-for-trainer); not training it twice");
+    if (seconds_since(last_report) >= report_every_seconds) {
+      out << "poslab train: still waiting for " << who() << " (" << seconds_since(start)
+          << " s)\n" << std::flush;
+      last_report = Clock::now();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  out << "poslab train: the other trainer of " << run_dir.string() << " ended after "
+      << seconds_since(start) << " s of waiting\n" << std::flush;
+  return true;
+}
 
 std::string this_host() {
   char name[256] = {};

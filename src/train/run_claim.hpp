@@ -21,6 +21,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <iosfwd>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -47,6 +48,16 @@ std::optional<ClaimInfo> read_claim(const std::filesystem::path& run_dir);
 
 // Is this claim held by a live trainer (see above)?
 bool claim_is_live(const ClaimInfo& claim, int stale_after_seconds = kStaleAfterSeconds);
+
+// Is another process training `run_dir` now: its lock held (DirectoryLock) or its claim live?
+bool trained_by_another(const std::filesystem::path& run_dir);
+
+// Waits while another process trains `run_dir` (what a Slurm task does when a second submission
+// of the same study reaches a run the first one is training: issue 32), saying so on `out`
+// when it starts and every `report_every_seconds`. Returns whether it waited at all. Throws
+// std::runtime_error once `max_seconds` have passed with the run still being trained.
+bool wait_for_other_trainer(const std::filesystem::path& run_dir, int max_seconds,
+                            std::ostream& out, int report_every_seconds = 300);
 
 // The name of this machine (gethostname), as claims record it.
 std::string this_host();

@@ -36,8 +36,8 @@ expect_error() {
   local problem=""
   if [ "$code" -ne 1 ] && [ "$code" -ne 2 ]; then problem="exit code $code (1 or 2 expected)"
   elif [ "$code" -eq 1 ] && [ "$lines" -ne 1 ]; then problem="stderr has $lines lines, not 1"
-  elif ! head -n 1 .capture/err | grep -q '^poslab: \(usage \)\?error: '; then
-    problem="stderr does not start with 'poslab: error:'"
+  elif ! head -n 1 .capture/err | grep -q '^poslab\( report\)\?: \(usage \)\?error: '; then
+    problem="stderr does not start with 'poslab: error:' (or 'poslab report: error:')"
   elif ! grep -qF -- "$expected" .capture/err; then problem="stderr lacks '$expected'"
   elif [ "${ALLOW_WRITES:-0}" != 1 ] && [ "$before" != "$after" ]; then
     problem="files changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | head -3 | tr '\n' ' ')"
@@ -184,6 +184,69 @@ expect_error finetune_missing_parent "train.init_from = nowhere: no such run dir
 expect_error finetune_corrupt_parent "parameter 'output.b' holds a non-finite value" "$POSLAB" "${T[@]}" --init-from nan --out out
 expect_error study_stage_cycle "cycle_study.toml:21: variants start from each other in a cycle: a from b from a" "$POSLAB" run cycle_study.toml --out cycle_out
 expect_error study_unknown_parent "unknown_parent_study.toml:23: variant 'ft' has from = \"bsae\", which is not a variant of this study (did you mean 'base'?)" "$POSLAB" run unknown_parent_study.toml --out unknown_out
+# --- Studies in stages whose children cannot start from their parents (issue 32) -------------
+{ cat small_study.toml; printf '[[variant]]\nname = "base"\n[[variant]]\nname = "wide"\nfrom = "base"\nset = { "model.d_model" = 16 }\n'; } >shape_study.toml
+{ cat small_study.toml; printf '[[variant]]\nname = "base"\n[[variant]]\nname = "ft"\nfrom = ""\n'; } >empty_from_study.toml
+shape_line=$(grep -n '^from = "base"' shape_study.toml | cut -d: -f1)
+expect_error study_stage_shape "shape_study.toml:$shape_line: variant 'wide' (from = \"base\"): run 'wide,train.seed=1' cannot start from run 'base,train.seed=1': parameter 'embedding' has shape [256, 8] in the parent but [256, 16] in this run" "$POSLAB" run shape_study.toml --out shape_out
+expect_error study_stage_shape_dry_run "cannot start from run 'base,train.seed=1'" "$POSLAB" run shape_study.toml --out shape_out --dry-run
+expect_error study_stage_shape_export "cannot start from run 'base,train.seed=1'" "$POSLAB" run shape_study.toml --out shape_out --export slurm
+expect_error study_stage_empty_from "empty_from_study.toml:$(grep -n '^from = ""' empty_from_study.toml | cut -d: -f1): variant 'from' is empty" "$POSLAB" run empty_from_study.toml --out empty_from_out --dry-run
+
+# --- Where report and explore write: never over what they did not make (issue 32) ----------
+"$POSLAB" run small_study.toml --out site_study >/dev/null 2>&1 || { echo "FAIL: cannot run the site fixture study"; exit 1; }
+mkdir mine && echo 'chapter 1' >mine/thesis.tex
+echo 'notes' >notes.txt
+expect_error report_out_is_input "--out site_study is the input site_study itself" "$POSLAB" report site_study --out site_study
+expect_error report_out_holds_input "--out . holds the input site_study" "$POSLAB" report site_study --out .
+expect_error report_out_inside_input "--out site_study/runs is inside the input site_study" "$POSLAB" report site_study --out site_study/runs
+expect_error report_out_file "--out notes.txt is a file" "$POSLAB" report site_study --out notes.txt
+expect_error report_out_foreign_dir "--out mine holds files it did not make (thesis.tex)" "$POSLAB" report site_study --out mine
+expect_error explore_out_is_run "--out finished is the input finished itself" "$POSLAB" explore finished --out finished
+expect_error explore_out_inside_run "--out finished/checkpoint is inside the input finished" "$POSLAB" explore finished --out finished/checkpoint
+expect_error explore_out_file "--out notes.txt is a file" "$POSLAB" explore finished --out notes.txt
+expect_error explore_out_foreign_dir "--out mine holds files it did not make (thesis.tex)" "$POSLAB" explore finished --out mine
+# A site the command wrote before is replaced (twice: the second finds the first's marker).
+expect_ok    report_out_again site_report/.poslab-report "$POSLAB" report site_study --out site_report
+expect_ok    report_out_again_2 site_report/.poslab-report "$POSLAB" report site_study --out site_report
+expect_ok    explore_out_again site_explorer/.poslab-explorer "$POSLAB" explore finished --texts 1 --factors 1 --out site_explorer
+expect_ok    explore_out_again_2 site_explorer/.poslab-explorer "$POSLAB" explore finished --texts 1 --factors 1 --out site_explorer
+expect_error explore_out_report "--out site_report holds what poslab report wrote" "$POSLAB" explore finished --out site_report
+# A summary.csv report.py cannot read: one line naming the file, nothing written.
+for k in empty binary latin1 nokind ragged zero; do cp -r site_study "bad_$k"; done
+: >bad_empty/summary.csv
+printf 'study,run,kind\ns,\x00\x01\x02,main\n' >bad_binary/summary.csv
+printf 'study,run,kind\ncaf\xe9,a,main\n' >bad_latin1/summary.csv
+printf 'study,run,loss\ns,a,1.5\n' >bad_nokind/summary.csv
+printf 'study,run,kind\ns,a,main,1,2\ns,b\n' >bad_ragged/summary.csv
+ln -sf /dev/zero bad_zero/summary.csv
+expect_error report_summary_dir "study/summary.csv is not a regular file" "$POSLAB" report study
+expect_error report_summary_empty "bad_empty/summary.csv is empty" "$POSLAB" report bad_empty
+expect_error report_summary_binary "bad_binary/summary.csv holds NUL bytes" "$POSLAB" report bad_binary
+expect_error report_summary_latin1 "bad_latin1/summary.csv is not UTF-8 text (byte 18)" "$POSLAB" report bad_latin1
+expect_error report_summary_no_kind "bad_nokind/summary.csv has no column 'kind'" "$POSLAB" report bad_nokind
+expect_error report_summary_ragged "bad_ragged/summary.csv is not a CSV table poslab wrote: line 2 has 5 fields, the header 3" "$POSLAB" report bad_ragged
+expect_error report_summary_dev_zero "bad_zero/summary.csv is not a regular file" "$POSLAB" report bad_zero
+
+# --- A run another process is training: waited for, then its outcome (issue 32) -------------
+# This shell holds the directory's lock, as a running `poslab train` would, and lets it go
+# after a second: a finished run is then this command's success, an unfinished one its error.
+wait_case() {  # wait_case DIR: hold DIR's lock for 1.5 s in the background
+  ( exec 8<"$1" && flock -n 8 && sleep 1.5 ) & sleep 0.3
+}
+cp -r finished busy_done && cp -r killed busy_killed
+wait_case busy_done
+expect_ok    wait_for_trainer_done busy_done/eval.json "$POSLAB" "${T[@]}" --out busy_done --resume --wait-for-trainer 30
+wait; grep -q "is being trained by a process holding its lock; waiting" .capture/out ||
+  { failures=$((failures + 1)); echo "FAIL wait_for_trainer_done: it did not say it waited"; }
+wait_case busy_killed
+expect_error wait_for_trainer_unfinished "busy_killed: the process that was training it ended before the run finished" "$POSLAB" "${T[@]}" --out busy_killed --resume --wait-for-trainer 30
+wait
+( exec 8<busy_killed && flock -n 8 && sleep 3 ) & sleep 0.3
+expect_error wait_for_trainer_timeout "busy_killed is still being trained by a process holding its lock after 1 s of waiting" "$POSLAB" "${T[@]}" --out busy_killed --resume --wait-for-trainer 1
+wait
+expect_error wait_for_trainer_needs_resume "--wait-for-trainer requires --resume" "$POSLAB" "${T[@]}" --out busy_killed --wait-for-trainer 1
+
 # --- Faults and lost data -------------------------------------------------------------------
 expect_error rerun_killed_run "killed already holds an unfinished run" "$POSLAB" "${T[@]}" --out killed
 expect_error other_config_over_finished "finished already holds a finished run" "$POSLAB" "${T[@]}" --set train.seed=7 --out finished
