@@ -8,11 +8,13 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/commands.hpp"
 #include "process_helpers.hpp"
 #include "study/runner.hpp"
 #include "study/slurm_export.hpp"
@@ -55,6 +57,20 @@ std::string study_error(const std::string& text) {
 }
 
 nlohmann::json json_of(const fs::path& file) { return nlohmann::json::parse(read_file(file)); }
+
+// `poslab report STUDY_DIR --out OUT`: the status of each run in the run table it writes (the
+// page's data, OUT/data/report.js: "window.POSLAB_REPORT = {...};"), by run id.
+std::map<std::string, std::string> report_statuses(const fs::path& study_dir, const fs::path& out) {
+  std::ostringstream said;
+  REQUIRE(poslab::run_report(study_dir.string(), out.string(), said) == 0);
+  std::string page = read_file(out / "data" / "report.js");
+  page = page.substr(page.find('{'), page.rfind('}') - page.find('{') + 1);
+  const nlohmann::json data = nlohmann::json::parse(page);
+  std::map<std::string, std::string> status;
+  for (const nlohmann::json& run : data.at("runs"))
+    status[run["id"].get<std::string>()] = run["status"].get<std::string>();
+  return status;
+}
 
 // A runnable two-stage study in `dir` (the tiny model of study_helpers), results in dir/results.
 struct StagedStudy {
@@ -155,6 +171,9 @@ TEST_CASE("stage mistakes are found at load time, with file and line", "[stages]
     CHECK_THAT(e, Contains("exp/stages.toml:7: variant 'ft' has from = \"base23\", which is not a "
                            "variant of this study (did you mean 'base32'?); its variants are: "
                            "base32, ft"));
+    // Issue 33: a run outside the study is started from with train.init_from in [base.train].
+    CHECK_THAT(e, Contains("to start from a run outside this study, give its directory as "
+                           "train.init_from in [base.train]"));
   }
   SECTION("a variant from itself") {
     const std::string e = study_error(head + "from = \"base32\"\n");
@@ -222,6 +241,23 @@ TEST_CASE("poslab run trains parents before children, resumes, and summarizes th
     CHECK_THAT(listed.str(), Contains("long,train.seed=2") && Contains("from short,train.seed=2") &&
                                  Contains("4 done, 0 pending"));
   }
+  SECTION("poslab report says what --dry-run says: every stage done, by any path") {
+    // Issue 33: the report called every finished child stale, having compared its config
+    // with one whose train.init_from was not the parent's directory. The results directory is
+    // named here as ".../results/.", another path to it than `poslab run` was given: where the
+    // parent lies is no part of the experiment.
+    const fs::path same_dir = study.layout.root / ".";
+    const std::map<std::string, std::string> status =
+        report_statuses(same_dir, scratch.path / "report");
+    REQUIRE(status.size() == 4);
+    for (const auto& [id, s] : status) CHECK(id + ": " + s == id + ": done");
+    poslab::RunStudyOptions dry = options;
+    dry.dry_run = true;
+    dry.out = same_dir.string();
+    std::ostringstream listed;
+    REQUIRE(poslab::run_study(dry, listed) == 0);
+    CHECK_THAT(listed.str(), Contains("4 done, 0 pending"));
+  }
   SECTION("a parent trained again since makes its finished children stale") {
     // Seed 1's parent now holds another checkpoint (one parameter of seed 2's parent).
     fs::copy_file(study.run_dir(1) / "checkpoint" / "output.b.npy",
@@ -236,6 +272,12 @@ TEST_CASE("poslab run trains parents before children, resumes, and summarizes th
                                           study.run_dir(0).string()) &&
                                  Contains("the parent was trained again since") &&
                                  Contains("done       long,train.seed=2"));
+    // The report's run table: the same status for every run.
+    const std::map<std::string, std::string> status =
+        report_statuses(study.layout.root, scratch.path / "report");
+    CHECK(status.at("long,train.seed=1") == "stale");
+    CHECK(status.at("long,train.seed=2") == "done");
+    CHECK(status.at("short,train.seed=1") == "done");
     std::ostringstream refused;
     CHECK_THROWS_WITH(poslab::run_study(options, refused), Contains("made with another config"));
   }

@@ -2,8 +2,9 @@
 // interactive figures, the run table, learning curves, protocol) that opens from disk.
 //
 // This file does the part that needs poslab's own knowledge of a study: which runs it plans and
-// the status of each (study/runner.hpp's run_status: done, running, incomplete, pending, stale),
-// written as JSON for notebooks/report.py, which builds the site (see its docstring):
+// the status of each (study/runner.hpp's study_status, which `poslab run --dry-run` lists too:
+// done, running, incomplete, pending, stale), written as JSON for notebooks/report.py, which
+// builds the site (see its docstring):
 //
 //   [{"id": "all_terms,train.seed=1", "dir_name": "all_terms__train.seed-1",
 //     "overrides": ["encoding.term_a=false", "train.seed=1"], "variant": "all_terms",
@@ -57,16 +58,15 @@ nlohmann::json planned_runs(const fs::path& root, std::ostream& out) {
         << "): the run table lists the runs of summary.csv only\n";
     return nullptr;
   }
-  StudyLayout layout{root};
+  const StudyLayout layout{root};
+  const std::vector<RunState> states = study_status(runs, layout);  // what --dry-run says
   nlohmann::json list = nlohmann::json::array();
-  for (PlannedRun& run : runs) {
-    run.config.out_dir = layout.run_dir(run).string();  // as `poslab run` places it
-    list.push_back({{"id", run.id},
-                    {"dir_name", run.dir_name},
-                    {"overrides", run.overrides},
-                    {"variant", run.variant},
-                    {"status", to_string(run_status(run, layout))}});
-  }
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    list.push_back({{"id", runs[i].id},
+                    {"dir_name", runs[i].dir_name},
+                    {"overrides", runs[i].overrides},
+                    {"variant", runs[i].variant},
+                    {"status", to_string(states[i].status)}});
   return list;
 }
 

@@ -436,6 +436,21 @@ std::string started_from_another_parent(const PlannedRun& run, const fs::path& d
          now.substr(0, 12) + "...): the parent was trained again since";
 }
 
+// The config a finished run was made with, its train.init_from written as the study places it
+// now when both name the same parent run (the same directory name): where the results
+// directory lies, or how its path was spelled, is no part of the experiment.
+Config as_made(const fs::path& dir, const PlannedRun& run) {
+  Config made = load_config((dir / "config.toml").string(), registered_choices());
+  if (run.parent == PlannedRun::kNoParent) return made;
+  // "results/x/runs/short__train.seed-1/" -> "short__train.seed-1"
+  const auto parent_name = [](const std::string& path) {
+    return (fs::path(path) / "").lexically_normal().parent_path().filename();
+  };
+  if (parent_name(made.train.init_from) == parent_name(run.config.train.init_from))
+    made.train.init_from = run.config.train.init_from;
+  return made;
+}
+
 }  // namespace
 
 RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why) {
@@ -445,8 +460,7 @@ RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::stri
   if (!RunDirectory::open(dir).is_complete())
     return is_being_trained(dir) ? RunStatus::running : RunStatus::incomplete;
   try {
-    const std::string difference = experiment_difference(
-        load_config((dir / "config.toml").string(), registered_choices()), run.config);
+    const std::string difference = experiment_difference(as_made(dir, run), run.config);
     const std::string parent_changed = started_from_another_parent(run, dir);
     if (difference.empty() && parent_changed.empty()) return RunStatus::done;
     if (why) *why = difference.empty() ? parent_changed : difference;
@@ -454,6 +468,14 @@ RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::stri
     if (why) *why = e.what();
   }
   return RunStatus::stale;
+}
+
+std::vector<RunState> study_status(std::vector<PlannedRun>& runs, const StudyLayout& layout) {
+  place_runs(runs, layout);
+  std::vector<RunState> states(runs.size());
+  for (std::size_t i = 0; i < runs.size(); ++i)
+    states[i].status = run_status(runs[i], layout, &states[i].why);
+  return states;
 }
 
 std::string shell_quote(const std::string& word) {
@@ -528,8 +550,11 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
   }
 
   std::vector<RunStatus> status;
-  std::vector<std::string> why(runs.size());
-  for (std::size_t i = 0; i < runs.size(); ++i) status.push_back(run_status(runs[i], layout, &why[i]));
+  std::vector<std::string> why;
+  for (RunState& state : study_status(runs, layout)) {
+    status.push_back(state.status);
+    why.push_back(std::move(state.why));
+  }
   // The files the runs still to train will read (a corpus): a missing one stops the study here,
   // with --dry-run and --export too, before anything is written. A finished run reads nothing,
   // and --summary-only runs nothing.

@@ -113,8 +113,24 @@ std::string to_string(RunStatus status);
 // (train/run_claim.hpp) from another machine?
 bool is_being_trained(const std::filesystem::path& run_dir);
 
-// `why`, if given, receives what differs for a stale run.
+// `why`, if given, receives what differs for a stale run. `run` must be placed (place_runs).
+// Where a later-stage run's parent lies is no part of the experiment: its config's
+// train.init_from may name the parent's directory by another path (the results directory
+// given as an absolute path, with "./", or moved) and the run is still done; which parent run
+// it is (the directory's name) and which checkpoint it started from (its sha256) are.
 RunStatus run_status(const PlannedRun& run, const StudyLayout& layout, std::string* why = nullptr);
+
+// A run's status, and for a stale run what differs.
+struct RunState {
+  RunStatus status = RunStatus::pending;
+  std::string why;
+};
+
+// The status of every run of a study whose results are in `layout`: what `poslab run
+// --dry-run` and `--summary-only` list and what `poslab report` shows (docs/10: "the status is
+// what --dry-run would say"). One function, so that they cannot disagree: it places the runs
+// first (place_runs), since a later-stage run's status depends on its parent's directory.
+std::vector<RunState> study_status(std::vector<PlannedRun>& runs, const StudyLayout& layout);
 
 // How long an exported command waits for another process that is training its run (two
 // submissions of one study): two days; a Slurm task's --time usually ends it sooner.

@@ -321,7 +321,9 @@ void check_stages(const Study& study) {
       const std::string near = nearest_name(v.from, names);
       fail(where, "variant '" + v.name + "' has from = \"" + v.from + "\", which is not a " +
                       "variant of this study" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
-                      "; its variants are: " + join(names, ", "));
+                      "; its variants are: " + join(names, ", ") +
+                      "; to start from a run outside this study, give its directory as "
+                      "train.init_from in [base.train] (docs/06, \"Studies in stages\")");
     }
     // Follow the parents up: back at v is a cycle through v; a name seen twice is a cycle
     // further up (reported from its own variants); an unknown name is reported on its line.
