@@ -4,7 +4,8 @@
 # Builds from build/poslab (scripts/setup.sh builds it):
 #   1. a smoke study (xl_terms --smoke, seconds) and its report, and the same study with only
 #      three of its runs done;
-#   2. two tiny language models (sinusoidal, ALiBi; 2 steps) and their explorer;
+#   2. two tiny language models (sinusoidal, ALiBi; 2 steps) and their explorer, and a RoPE one
+#      beside its YaRN twin (its config.toml edited to s = 4) and theirs;
 #   3. a study and a run named <script>alert(1)</script> and "><img src=x onerror=alert(2)>,
 #      and their report and explorer;
 #   4. the reports of three committed studies whose figures are of other kinds: the two-stage
@@ -37,6 +38,14 @@ for encoding in sinusoidal alibi; do
     --out "$work/runs/$encoding" >"$work/train-$encoding.log" 2>&1
 done
 "$poslab" explore "$work/runs/sinusoidal" "$work/runs/alibi" --out "$work/explorer"
+# ... and a RoPE run beside its YaRN twin (the same weights, read with s = 4): what differs.
+"$poslab" train --config experiments/quickstart.toml --set encoding.type=rope "${tiny[@]}" \
+  --out "$work/runs/rope" >"$work/train-rope.log" 2>&1
+cp -r "$work/runs/rope" "$work/runs/rope_yarn"
+sed -i 's/^scaling = "none"/scaling = "yarn"/; s/^factor = 1.0/factor = 4.0/' \
+  "$work/runs/rope_yarn/config.toml"
+sed -i 's/^original_len = 0/original_len = 16/' "$work/runs/rope_yarn/config.toml"
+"$poslab" explore "$work/runs/rope" "$work/runs/rope_yarn" --out "$work/rope-explorer"
 
 # 3. Hostile names: a study directory, study and run names, a run directory and a text file.
 hostile_study="$work/hostile/<script>alert(1)</script>"
@@ -70,6 +79,7 @@ built=$(date +%s)
   --partial-report "$work/partial-report/index.html" \
   --partial-summary "$work/partial-smoke/summary.csv" \
   --explorer "$work/explorer/index.html" \
+  --rope-explorer "$work/rope-explorer/index.html" \
   --hostile-report "$work/hostile-report/index.html" \
   --hostile-explorer "$work/hostile-explorer/index.html" \
   "${study_reports[@]}" \

@@ -8,6 +8,7 @@
 // whose tasks and options are fixed.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include <unistd.h>
 
+#include "config/differences.hpp"
 #include "config/load.hpp"
 #include "train/registered_choices.hpp"
 
@@ -661,4 +663,31 @@ TEST_CASE("config_to_toml writes every key, encoding defaults included", "[confi
   for (const char* line : {"[task]\nname = \"long_range\"\n", "alphabet = 16", "block = 4",
                            "gap = 0", "length_factors = [2.0, 0.5]"})
     CHECK_THAT(task, Contains(line));
+}
+
+TEST_CASE("differing_settings names what sets each config apart", "[config][explore]") {
+  // Issue 33: the explorer headed a YaRN s = 8 run and its unscaled parent both "(rope)".
+  const Config parent = config_from_string("[encoding]\ntype = \"rope\"\n", "parent.toml",
+                                           registered_choices());
+  const Config yarn = config_from_string(
+      "[encoding]\ntype = \"rope\"\nscaling = \"yarn\"\nfactor = 8.0\n"
+      "original_len = 64\n", "yarn.toml",
+      registered_choices(), {"out_dir=\"elsewhere\"", "train.threads=2"});  // no difference
+  const std::vector<std::vector<std::string>> differs = differing_settings({parent, yarn});
+  REQUIRE(differs.size() == 2);
+  CHECK(differs[0] == std::vector<std::string>{"encoding.factor = 1.0",
+                                               "encoding.original_len = 0",
+                                               "encoding.scaling = \"none\""});
+  CHECK(differs[1] == std::vector<std::string>{"encoding.factor = 8.0",
+                                               "encoding.original_len = 64",
+                                               "encoding.scaling = \"yarn\""});
+  // Keys only one encoding has (ALiBi has no base): "(not set)" for the other.
+  const Config alibi = config_from_string("[encoding]\ntype = \"alibi\"\n", "alibi.toml",
+                                          registered_choices());
+  const auto with_alibi = differing_settings({parent, alibi});
+  CHECK_THAT(with_alibi[0].front(), Contains("encoding.type = \"rope\""));
+  CHECK_THAT(with_alibi[1].front(), Contains("encoding.type = \"alibi\""));
+  CHECK(std::find(with_alibi[1].begin(), with_alibi[1].end(), "encoding.base = (not set)") !=
+        with_alibi[1].end());
+  CHECK(differing_settings({parent}) == std::vector<std::vector<std::string>>{{}});
 }

@@ -5,7 +5,8 @@
 //   - the positional part of the score against distance, per head;
 //   - the loss of every token, coloured on the text, and one chart of the loss over position.
 // Text goes into the page with textContent only; charts are Vega-Lite, drawn by vega-embed.
-// window.poslabExplorer.ready() / mapSignatures() are for tests/browser/check_pages.py.
+// window.poslabExplorer.ready() / mapSignatures() / positionalCurves() are for
+// tests/browser/check_pages.py.
 "use strict";
 
 (() => {
@@ -66,6 +67,9 @@
   const columns = index.runs.map((run, r) => {
     const column = el("div", null, "run-column");
     column.appendChild(el("h2", run.name + " (" + run.encoding + ")"));
+    // What sets this run apart from the others shown (config/load.hpp's differing_settings).
+    if (run.differs && run.differs.length)
+      column.appendChild(el("p", "differs in: " + run.differs.join(", "), "differs"));
     column.appendChild(el("p", run.path + " · " + run.n_layers + " layers × " + run.n_heads +
       " heads · trained on " + run.seq_len + " tokens" +
       (run.mem_len ? " with memory " + run.mem_len : ", no memory"), "muted"));
@@ -88,7 +92,9 @@
     return bytes;
   }
 
-  // The map's cells: one per block with weight > 0 (masked and negligible cells left out).
+  // The map's cells: one per block with weight > 0. Masked blocks (keys after the query) are
+  // left out and show white; a weight too small for a byte is stored as 1 (explore.cpp's
+  // map_byte), the scale's first colour, never white.
   function mapValues(data, layer, head) {
     const bytes = decode(data.maps[layer][head]);
     const b = data.block, M = data.memory_rows, keys = data.memory.concat(data.input.slice(0, data.L));
@@ -135,29 +141,36 @@
       $schema: SCHEMA, width: 460, height: 340,
       title: { text: "layer " + state.layer + ", head " + state.head + " at " +
                index.factors[state.factorIndex] + "x (" + data.L + " tokens)",
-               subtitle: data.block > 1 ? "blocks of " + data.block + " x " + data.block +
-                 " tokens: the mass a block of queries gives a block of keys" : "" },
+               subtitle: (data.block > 1 ? ["blocks of " + data.block + " x " + data.block +
+                 " tokens: the mass a block of queries gives a block of keys"] : [])
+                 .concat(["white: masked (a key after its query)"]) },
       layer: layers,
     };
   }
 
+  // Heads whose curves are all the same (RoPE's q.k response: one per layer) are one line,
+  // "every head", not one line per head drawn on top of each other under a legend of colours.
   function positionalSpec(run) {
     const values = [];
-    run.positional.layers[state.layer].forEach((curve, h) =>
-      curve.forEach((v, d) => values.push({ head: String(h), distance: d, score: v })));
+    const curves = run.positional.layers[state.layer];
+    const same = curves.every((curve) => JSON.stringify(curve) === JSON.stringify(curves[0]));
+    (same ? curves.slice(0, 1) : curves).forEach((curve, h) =>
+      curve.forEach((v, d) => values.push({ head: same ? "every head" : String(h), distance: d,
+                                            score: v })));
+    const chosen = same ? "every head" : String(state.head);
     return {
       $schema: SCHEMA, width: 460, height: 200,
       title: run.positional.kind + ", layer " + state.layer,
       layer: [{
-        data: { values },
+        data: { name: "positional", values },
         mark: { type: "line", strokeWidth: 1.5 },
         params: [{ name: "zoom", select: "interval", bind: "scales" }],
         encoding: {
           x: { field: "distance", type: "quantitative", title: "distance i - j (tokens)" },
           y: { field: "score", type: "quantitative", title: "positional part of the score" },
           color: { field: "head", type: "nominal", title: "head" },
-          opacity: { condition: { test: "datum.head == '" + state.head + "'", value: 1 }, value: 0.25 },
-          strokeWidth: { condition: { test: "datum.head == '" + state.head + "'", value: 2.5 }, value: 1 },
+          opacity: { condition: { test: "datum.head == '" + chosen + "'", value: 1 }, value: 0.25 },
+          strokeWidth: { condition: { test: "datum.head == '" + chosen + "'", value: 2.5 }, value: 1 },
           tooltip: [{ field: "head" }, { field: "distance" }, { field: "score", format: ".4f" }],
         },
       }, {
@@ -281,6 +294,9 @@
       values.forEach((v, i) => { sum += v.w * ((i % 97) + 1) + v.q * 1e-3 + v.k * 1e-6; });
       return values.length + ":" + sum.toFixed(6);
     }),
+    // One list per run: the curves (heads) its positional chart draws now.
+    positionalCurves: () => columns.map((c) => (c.posView ?
+      [...new Set(c.posView.data("positional").map((v) => v.head))] : [])),
   };
   update();
 })();

@@ -14,13 +14,15 @@
 //      holds the attention mass its queries give its keys, averaged over its queries:
 //          A[qb, kb] = (1 / |qb|) sum_{i in qb} sum_{j in kb} P_ij
 //      so that every row of blocks still sums to 1. Stored as one byte per block,
-//      round(255 sqrt(A)) (the square root keeps weak attention visible; the page squares it).
+//      round(255 sqrt(A)) (the square root keeps weak attention visible; the page squares it),
+//      at least 1 where A > 0: 0 is a masked block only (map_byte).
 //   3. The loss of every input token (the model's cross-entropy on the next byte).
 // And per run, once: the positional part of the score against the distance i - j, per layer and
 // head, as far as the encoding exposes it (see positional_terms below).
 //
 // Output (--out, default explorer/): index.html, lib/ (web/vendor, page.js, explore.js,
-// poslab.css), data/index.js (runs, texts, what was computed) and
+// poslab.css), data/index.js (runs, texts, what was computed; per run the settings in which the
+// runs' configs differ, config/differences.hpp, which head the run's column) and
 // data/r{run}_t{text}_f{factor}.js (one setting each; the page loads them as scripts when they
 // are shown: a page opened from file:// may not fetch files, but may load scripts). Written into
 // a staging directory beside --out and swapped into place at the end; what --out may be is
@@ -46,8 +48,9 @@
 
 #include "cli/byte_labels.hpp"
 #include "cli/commands.hpp"
-#include "core/site_directory.hpp"
+#include "config/differences.hpp"
 #include "config/load.hpp"
+#include "core/site_directory.hpp"
 #include "data/corpus.hpp"
 #include "model/transformer.hpp"
 #include "train/checkpoint.hpp"
@@ -235,6 +238,14 @@ json positional_terms(LoadedRun& run, int max_distance) {
   return {{"kind", kind}, {"note", note}, {"layers", layers}};
 }
 
+// A block's mass A as one byte: round(255 sqrt(A)), but at least 1 where A > 0, so that 0
+// means masked (keys after the query) only. A weight below (0.5 / 255)^2 = 3.8e-6 would round
+// to 0 and be drawn white, as if it were missing.
+std::uint8_t map_byte(double mass) {
+  if (!(mass > 0)) return 0;
+  return std::uint8_t(std::max(1L, std::lround(255.0 * std::sqrt(std::min(mass, 1.0)))));
+}
+
 // One setting: run r on text t at length factor f. Returns the data file's content, or throws
 // (an input the model cannot take, e.g. a learned table shorter than L).
 json explore_one(LoadedRun& run, const Text& text, int factor) {
@@ -268,8 +279,7 @@ json explore_one(LoadedRun& run, const Text& text, int factor) {
           for (int i = i0; i < i1; ++i)
             for (int j = j0; j < j1; ++j) mass += P[std::size_t(i) * K + j];
           mass /= (i1 - i0);
-          bytes[std::size_t(qb) * cols + kb] =
-              std::uint8_t(std::lround(255.0 * std::sqrt(std::clamp(mass, 0.0, 1.0))));
+          bytes[std::size_t(qb) * cols + kb] = map_byte(mass);
         }
       }
       heads.push_back(base64(bytes));
@@ -322,6 +332,10 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
   for (const LoadedRun& r : runs)
     need = std::max(need, std::size_t(r.cfg.memory.mem_len + max_factor * r.cfg.train.seq_len + 1));
   const std::vector<Text> texts = choose_texts(runs[0].cfg, options.texts, need, options.text_file);
+  std::vector<Config> configs;
+  for (const LoadedRun& r : runs) configs.push_back(r.cfg);
+  // What sets each run apart (its column's header): "encoding.scaling = "yarn"", ...
+  const std::vector<std::vector<std::string>> differs = differing_settings(configs);
 
   // Written beside out_dir, swapped in at the end.
   SiteDirectory site = SiteDirectory::prepare(out_dir, "explorer", inputs);
@@ -361,6 +375,7 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
     index_runs.push_back({{"path", run.path},
                           {"name", fs::path(run.path).lexically_normal().filename().string()},
                           {"encoding", run.cfg.encoding.type},
+                          {"differs", differs[r]},
                           {"n_layers", run.cfg.model.n_layers},
                           {"n_heads", run.cfg.model.n_heads},
                           {"seq_len", T},

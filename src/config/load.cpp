@@ -38,6 +38,7 @@
 
 #include <toml++/toml.h>
 
+#include "config/differences.hpp"
 #include "config/toml_text.hpp"
 
 namespace poslab {
@@ -926,6 +927,49 @@ std::string experiment_difference(const Config& made, const Config& planned) {
              ", the study gives " + line_b;
     if (!line_a.empty() && line_a.front() == '[') section = line_a;
   }
+}
+
+std::vector<std::vector<std::string>> differing_settings(const std::vector<Config>& configs) {
+  // Each config as [("section.key", "value")] in file order (config_to_toml writes one key per
+  // line).
+  std::vector<std::vector<std::pair<std::string, std::string>>> settings;
+  for (const Config& config : configs) {
+    std::istringstream text(comparable_toml(config));
+    std::vector<std::pair<std::string, std::string>> pairs;
+    std::string line, section;
+    while (std::getline(text, line)) {
+      if (line.empty() || line.front() == '#') continue;
+      if (line.front() == '[') {
+        section = line.substr(1, line.find(']') - 1) + ".";
+        continue;
+      }
+      const std::size_t equals = line.find(" = ");
+      if (equals == std::string::npos) continue;
+      pairs.emplace_back(section + line.substr(0, equals), line.substr(equals + 3));
+    }
+    settings.push_back(std::move(pairs));
+  }
+  // Every key any config has (an encoding's options are written only for it), in order met.
+  std::vector<std::string> keys;
+  for (const auto& pairs : settings)
+    for (const auto& pair : pairs)
+      if (std::find(keys.begin(), keys.end(), pair.first) == keys.end()) keys.push_back(pair.first);
+  std::vector<std::vector<std::string>> differing(configs.size());
+  for (const std::string& key : keys) {
+    std::vector<const std::string*> values;  // this key's value in each config, if it has it
+    for (const auto& pairs : settings) {
+      const auto it = std::find_if(pairs.begin(), pairs.end(),
+                                   [&](const auto& pair) { return pair.first == key; });
+      values.push_back(it == pairs.end() ? nullptr : &it->second);
+    }
+    const bool all_equal = std::all_of(values.begin(), values.end(), [&](const std::string* v) {
+      return v && values[0] && *v == *values[0];
+    });
+    if (all_equal) continue;
+    for (std::size_t i = 0; i < configs.size(); ++i)
+      differing[i].push_back(key + " = " + (values[i] ? *values[i] : "(not set)"));
+  }
+  return differing;
 }
 
 }  // namespace poslab

@@ -12,7 +12,8 @@ Checks, per page (each failure is printed; exit code 1 if any):
     is that number rounded); sorting by loss orders the rows; the filter hides rows; for a
     partly run study (--partial-report), its runs show as done or pending as they are;
   - explorer: a click on another head changes the attention map, the length slider changes it,
-    and both runs' maps follow the one shared control;
+    and both runs' maps follow the one shared control; --rope-explorer (a RoPE run and its YaRN
+    twin): each column says what differs, RoPE's q.k response is one curve ("every head");
   - escaping (hostile pages, made with a study and run named <script>alert(1)</script> and
     "><img src=x onerror=...>): no alert opened, no <img> or <script> element came from the
     data, and the names show as text.
@@ -227,6 +228,30 @@ def check_explorer(driver, index, screenshots, name="explorer"):
     check(not errors, f"{name}: no console errors {errors[:3]}")
 
 
+def check_rope_explorer(driver, index, screenshots):
+    """Two RoPE runs that differ only in their scaling (none; YaRN at s = 4): each column says
+    what sets it apart (not only "(rope)"), and the positional panel, RoPE's q.k response (the
+    same for every head), is one curve, not four head colours over one line (issue 33)."""
+    name = "rope explorer"
+    open_page(driver, index)
+    wait_for(driver, "return window.poslabExplorer && window.poslabExplorer.ready()",
+             f"{name}: the first maps")
+    differs = driver.execute_script(
+        "return [...document.querySelectorAll('.run-column')].map(c => "
+        "(c.querySelector('.differs') || {}).textContent || '')")
+    check(len(differs) == 2 and all("encoding.scaling" in d and "encoding.factor" in d
+                                    for d in differs),
+          f"{name}: each run's header says what differs {differs}")
+    check(len(differs) == 2 and '"yarn"' in differs[1] and '"none"' in differs[0],
+          f"{name}: and with which values")
+    curves = driver.execute_script("return window.poslabExplorer.positionalCurves()")
+    check(curves == [["every head"], ["every head"]],
+          f"{name}: the q.k response is one curve per run, 'every head' ({curves})")
+    driver.save_screenshot(os.path.join(screenshots, "rope_explorer.png"))
+    errors = console_errors(driver)
+    check(not errors, f"{name}: no console errors {errors[:3]}")
+
+
 HOSTILE = ["<script>alert(1)</script>", '"><img src=x onerror=alert(2)>']
 
 
@@ -254,6 +279,7 @@ def main(argv):
     parser.add_argument("--partial-report", help="a report of a partly run study")
     parser.add_argument("--partial-summary")
     parser.add_argument("--explorer")
+    parser.add_argument("--rope-explorer", help="the explorer of a RoPE run and its YaRN twin")
     parser.add_argument("--hostile-report")
     parser.add_argument("--hostile-explorer")
     parser.add_argument("--study-report", nargs=2, action="append", default=[],
@@ -277,6 +303,8 @@ def main(argv):
                              args.screenshots, "partial_report", partial=True)
             if args.explorer:
                 check_explorer(driver, args.explorer, args.screenshots)
+            if args.rope_explorer:
+                check_rope_explorer(driver, args.rope_explorer, args.screenshots)
             if args.hostile_report:
                 check_escaping(driver, args.hostile_report, "hostile report")
                 driver.save_screenshot(os.path.join(args.screenshots, "hostile_report.png"))
