@@ -62,7 +62,10 @@ nlohmann::json json_of(const fs::path& file) { return nlohmann::json::parse(read
 // page's data, OUT/data/report.js: "window.POSLAB_REPORT = {...};"), by run id.
 std::map<std::string, std::string> report_statuses(const fs::path& study_dir, const fs::path& out) {
   std::ostringstream said;
-  REQUIRE(poslab::run_report(study_dir.string(), out.string(), said) == 0);
+  poslab::ReportOptions options;
+  options.study_dir = study_dir.string();
+  options.out_dir = out.string();
+  REQUIRE(poslab::run_report(options, said) == 0);
   std::string page = read_file(out / "data" / "report.js");
   page = page.substr(page.find('{'), page.rfind('}') - page.find('{') + 1);
   const nlohmann::json data = nlohmann::json::parse(page);
