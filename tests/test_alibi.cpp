@@ -30,12 +30,15 @@ void check_slopes(const std::vector<double>& got, const std::vector<double>& exp
 
 }  // namespace
 
-TEST_CASE("alibi: registered, no options, no parameters", "[alibi]") {
+TEST_CASE("alibi: registered, no options of its own, no parameters", "[alibi]") {
   const EncodingInfo* info = find_encoding("alibi");
   REQUIRE(info != nullptr);
   CHECK(info->family == EncodingFamily::relative);
   CHECK(info->paper == "Press et al. 2022");
-  CHECK(info->options.empty());
+  // Only the options every encoding has (log-n scaling, registry.cpp).
+  REQUIRE(info->options.size() == 2);
+  CHECK(info->options[0].key == "log_n");
+  CHECK(info->options[1].key == "log_n_len");
   ParameterArena<double> arena;
   auto enc = info->make<double>(Options(), {8, 2, 4, 3}, arena);
   CHECK(arena.slots().empty());

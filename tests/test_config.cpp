@@ -46,6 +46,15 @@ ConfigChoices test_catalogue() {
   return {{ChoiceEntry{"none", {}}, clipped}, registered_choices().tasks};
 }
 
+// Config{} as the loader completes it: every option of its encoding at its default (`none` has
+// only the options every encoding shares, log-n scaling's; registry.cpp).
+Config completed_defaults() {
+  Config c;
+  for (const ChoiceEntry& e : registered_choices().encodings)
+    if (e.name == c.encoding.type) c.encoding.options = Options::defaults(e.options);
+  return c;
+}
+
 Config load(const std::string& text, const std::vector<std::string>& overrides = {}) {
   return config_from_string(text, "quick.toml", test_catalogue(), overrides);
 }
@@ -179,9 +188,10 @@ block = 5
 
 TEST_CASE("an empty config is the defaults of config.hpp", "[config]") {
   const Config loaded = config_from_string("", "empty.toml", registered_choices());
-  check_same(loaded, Config{});
+  check_same(loaded, completed_defaults());
   CHECK(loaded.encoding.type == "none");
-  CHECK(loaded.encoding.options.values().empty());
+  CHECK(loaded.encoding.options.values().size() == 2);  // log_n = "off", log_n_len = 0
+  CHECK(loaded.encoding.options.get_string("log_n") == "off");
   CHECK(loaded.task.name == "lm");
   CHECK(loaded.task.options.values().empty());
   CHECK(loaded.eval.length_factors.empty());
@@ -252,7 +262,7 @@ TEST_CASE("an empty config FILE is the defaults, not an unreadable file", "[conf
   std::ofstream(file).close();
   Config loaded;
   CHECK_NOTHROW(loaded = load_config(file.string(), registered_choices()));
-  check_same(loaded, Config{});
+  check_same(loaded, completed_defaults());
   std::filesystem::remove(file);
 }
 
@@ -402,10 +412,13 @@ TEST_CASE("encoding options are checked against their OptionSpec", "[config][enc
                     "mean 'encoding.clip_k'?); its options are: clip_k, scale, mode, learned");
 }
 
-TEST_CASE("`none` rejects any option and says it takes none", "[config][encoding][errors]") {
+TEST_CASE("`none` rejects any option but the shared ones and names them",
+          "[config][encoding][errors]") {
+  // `none` has only the options every encoding has (log-n scaling, registry.cpp).
   CHECK_THROWS_WITH(config_from_string("[encoding]\ntype = \"none\"\nclip_k = 8\n", "real.toml",
                                        registered_choices()),
-                    "real.toml:3: unknown key 'encoding.clip_k': encoding 'none' takes no options");
+                    "real.toml:3: unknown key 'encoding.clip_k' for encoding 'none'; its options "
+                    "are: log_n, log_n_len");
   // Options are judged against the encoding finally chosen, here by an override.
   CHECK_THROWS_WITH(load("[encoding]\ntype = \"clipped\"\nclip_k = 8\n", {"encoding.type=none"}),
                     "quick.toml:3: unknown key 'encoding.clip_k': encoding 'none' takes no options");
@@ -626,7 +639,7 @@ TEST_CASE("override mistakes name the --set argument", "[config][overrides][erro
 
 TEST_CASE("config_to_toml loads back to the same config", "[config][roundtrip]") {
   SECTION("defaults") {
-    const Config c;
+    const Config c = completed_defaults();
     check_same(config_from_string(config_to_toml(c), "written.toml", registered_choices()), c);
   }
   SECTION("every key changed, odd strings, an encoding and a task with options, lists") {
@@ -637,7 +650,7 @@ TEST_CASE("config_to_toml loads back to the same config", "[config][roundtrip]")
     CHECK(config_to_toml(load(text)) == text);
   }
   SECTION("floats that have no short decimal form") {
-    Config c;
+    Config c = completed_defaults();
     c.train.lr = 1.0 / 3.0;
     c.train.eps = 5e-324;  // the smallest subnormal
     c.model.init_std = 0.1 + 0.2;

@@ -74,15 +74,31 @@ struct EdgeSet {
   std::string reuse_exception = {};
   OptionValues one_pass_as = {};
 };
+// Log-n scaling (log_n_scaling.hpp), which every encoding has, is added to one edge set of each
+// encoding, or is a set of its own where there is none (or the one there is quoted by docs/07):
+// five more kit cases, not thirteen. With L = 2 a query that sees n keys (1 to 8 in the kit) has
+// its logits multiplied by max(1, ln n / ln 2), up to 3. n counts the keys a query sees, not its
+// position, so relative encodings stay relative and state reuse stays exact. (Mode eval acts in
+// evaluation-only passes, which the kit's tests are not: tests/test_log_n_scaling.cpp checks it
+// equals always there and off in training.)
+OptionValues with_log_n(OptionValues values) {
+  values.push_back({"log_n", std::string("always")});
+  values.push_back({"log_n_len", std::int64_t(2)});
+  return values;
+}
 const std::vector<EdgeSet> kEdgeOptionSets = {
+    {"none", with_log_n({})},
+    {"sinusoidal", with_log_n({})},
+    {"learned", with_log_n({})},
+    {"alibi", with_log_n({})},
     {"shaw", {{"clip_k", std::int64_t(0)}}},
-    {"shaw", {{"clip_k", std::int64_t(1)}, {"per_head", true}}},
-    {"transformer_xl", {{"clamp_len", std::int64_t(2)}}},
+    {"shaw", with_log_n({{"clip_k", std::int64_t(1)}, {"per_head", true}})},
+    {"transformer_xl", with_log_n({{"clamp_len", std::int64_t(2)}})},
     {"transformer_xl", {{"clamp_len", std::int64_t(2)}, {"untie_uv", true}}},
-    {"t5_bias", {{"num_buckets", std::int64_t(4)}, {"max_distance", std::int64_t(4)}}},
+    {"t5_bias", with_log_n({{"num_buckets", std::int64_t(4)}, {"max_distance", std::int64_t(4)}})},
     {"t5_bias", {{"num_buckets", std::int64_t(4)}, {"max_distance", std::int64_t(4)},
                  {"bidirectional", true}}},
-    {"rope", {{"fraction", 0.5}}},
+    {"rope", with_log_n({{"fraction", 0.5}})},
     // Context extension (rope_scaling.hpp). The kit's heads have d_h = 4 (two pairs) and calls
     // cover at most K = 8 keys, so original_len is small enough for every method to bite.
     {"rope", {{"scaling", std::string("linear")}, {"factor", 4.0}}},
@@ -115,16 +131,17 @@ const std::vector<EdgeSet> kEdgeOptionSets = {
     // xPos: a strong decay within the kit's few positions (zeta_0 = 0.2 / 1.2, B = 2), and an
     // extreme one (gamma 0.01: zeta_0 = 0.0099, B = 1), where only the centring of the scales
     // (xpos.cpp) keeps q and k finite and the gradients checkable.
-    {"xpos", {{"scale_base", 2.0}, {"gamma", 0.2}}},
+    {"xpos", with_log_n({{"scale_base", 2.0}, {"gamma", 0.2}})},
     {"xpos", {{"scale_base", 1.0}, {"gamma", 0.01}, {"base", 10.0}}},
     {"kerple", {{"shared", true}, {"r2_init", 0.01}}},
-    {"kerple", {{"r1_init", 0.5}}},
+    {"kerple", with_log_n({{"r1_init", 0.5}})},
     {"fire", {{"threshold_init", 2.0}}, false},  // queries beyond L_thr: not relative there
-    {"fire", {{"hidden", std::int64_t(3)}, {"c_init", 2.0}}},
+    {"fire", with_log_n({{"hidden", std::int64_t(3)}, {"c_init", 2.0}})},
     {"fire", {{"threshold_init", 2.0}, {"shared", true}, {"learn_threshold", false}}, false},
-    {"deberta", {{"k", std::int64_t(2)}}},
+    {"deberta", with_log_n({{"k", std::int64_t(2)}})},
     {"deberta", {{"k", std::int64_t(1)}, {"p2c", false}}},
     {"example_distance_bias", {{"max_distance", std::int64_t(1)}, {"init_std", 0.3}}},
+    {"example_distance_bias", with_log_n({})},
 };
 
 // One configuration of the kit: an encoding and a full set of its options.

@@ -107,8 +107,9 @@ TEST_CASE("shaw: registered, with its options and per-layer tables", "[shaw]") {
     keys.push_back(o.key);
     CHECK(!o.help.empty());
   }
+  // Its own, then those every encoding has (log-n scaling, registry.cpp).
   CHECK(keys == std::vector<std::string>{"clip_k", "keys", "values", "per_head", "naive",
-                                         "init_std"});
+                                         "init_std", "log_n", "log_n_len"});
   const Options d = Options::defaults(info->options);
   CHECK(d.get_int("clip_k") == 16);
   CHECK(d.get_bool("keys"));

@@ -10,6 +10,7 @@
 //                original_len (what YaRN's ramp and llama3's bands read); empty if L is not set;
 //   interpolation g_i, the weight of the interpolated (divided by s) frequency;
 //   attention_factor  a, on q and on k (logits by a^2).
+// With log_n on (log_n_scaling.hpp; any encoding has it), a last line gives its factor at n = K.
 //
 // The key count K (dynamic_ntk) is --length, by default train.seq_len + memory.mem_len (a
 // training call with a full memory).
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "encodings/log_n_scaling.hpp"
 #include "encodings/rope_scaling.hpp"
 #include "encodings/rotary.hpp"
 
@@ -105,6 +107,13 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
   out << "theta' = theta_scaled = theta / s * g + theta * (1 - g), g = interpolation (ntk, "
          "dynamic_ntk: the equivalent g);\nwavelength = 2 pi / theta'; rotations_L = L theta / "
          "(2 pi), of the trained pair; q and k are each multiplied by attention_factor.\n";
+  const LogNScaling log_n = log_n_from_options(o);
+  if (log_n.mode != LogNScaling::Mode::off)
+    out << "log_n = " << o.get_string("log_n")
+        << (log_n.mode == LogNScaling::Mode::eval ? " (evaluation passes only)" : " (training too)")
+        << ": the logits of a query that sees n keys are multiplied by max(1, ln n / ln "
+        << log_n.len << "); at n = K = " << key_len << ": " << short_number(log_n.factor(key_len))
+        << "\n";
   return 0;
 }
 

@@ -39,6 +39,7 @@
 #include "cli/commands.hpp"
 #include "config/load.hpp"
 #include "config/toml_text.hpp"
+#include "encodings/log_n_scaling.hpp"
 #include "encodings/registry.hpp"
 #include "nn/inference_scratch.hpp"
 #include "tasks/task.hpp"
@@ -75,20 +76,31 @@ std::string describe_values(const OptionSpec& o) {
 int list_encodings(std::ostream& out) {
   out << "Positional encodings (choose one with `[encoding] type = \"NAME\"` in a config, or\n"
          "--set encoding.type=NAME; set its options as `encoding.OPTION`):\n";
+  auto print_option = [&out](const OptionSpec& o) {
+    out << "    " << o.key << " = " << option_to_string(o.default_value) << "    ("
+        << describe_values(o) << ")\n";
+    if (!o.help.empty()) out << "        " << o.help << "\n";
+  };
+  // The options every encoding has (registry.cpp) are listed once, after the encodings.
+  const std::vector<OptionSpec> shared = log_n_options();
+  auto is_shared = [&shared](const OptionSpec& o) {
+    return std::any_of(shared.begin(), shared.end(), [&o](const OptionSpec& s) { return s.key == o.key; });
+  };
   for (const EncodingInfo& e : registered_encodings()) {
     out << "\n" << e.name << "  (" << family_name(e.family) << ")  " << e.paper << "\n";
     out << "  " << e.description << "\n";
-    if (e.options.empty()) {
+    std::vector<OptionSpec> own;
+    for (const OptionSpec& o : e.options)
+      if (!is_shared(o)) own.push_back(o);
+    if (own.empty()) {
       out << "  options: none\n";
       continue;
     }
     out << "  options:\n";
-    for (const OptionSpec& o : e.options) {
-      out << "    " << o.key << " = " << option_to_string(o.default_value) << "    ("
-          << describe_values(o) << ")\n";
-      if (!o.help.empty()) out << "        " << o.help << "\n";
-    }
+    for (const OptionSpec& o : own) print_option(o);
   }
+  out << "\nEvery encoding also has (docs/05, \"Log-n scaling\"):\n  options:\n";
+  for (const OptionSpec& o : shared) print_option(o);
   return 0;
 }
 

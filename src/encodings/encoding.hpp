@@ -39,6 +39,7 @@
 #include "config/options.hpp"
 #include "core/arena.hpp"
 #include "core/rng.hpp"
+#include "encodings/log_n_scaling.hpp"
 
 namespace poslab {
 
@@ -106,6 +107,11 @@ class Encoding {
 
   // Scale of the content score q.k (1/sqrt(d_h) by default; DeBERTa uses 1/sqrt(3 d_h)).
   virtual T score_scale(int d_head) const { return T(1) / std::sqrt(T(d_head)); }
+
+  // Log-n scaling of the logits, row by row (log_n_scaling.hpp): options `log_n` and
+  // `log_n_len`, which every encoding has; EncodingInfo::make sets it. The attention applies it
+  // (nn/attention.hpp), after the score hook (c) and before the softmax.
+  LogNScaling log_n;
 
   // Whether the attention computes the content term q.k at all (Transformer-XL's term (a);
   // switched off only for its ablation).

@@ -1,5 +1,7 @@
 #include "encodings/registry.hpp"
 
+#include "encodings/log_n_scaling.hpp"
+
 namespace poslab {
 
 // Each encoding file defines one of these. To add an encoding: write src/encodings/NAME.cpp
@@ -18,6 +20,22 @@ EncodingInfo fire_encoding_info();
 EncodingInfo deberta_encoding_info();
 EncodingInfo example_distance_bias_encoding_info();
 
+namespace {
+// The options every encoding has (log-n scaling, log_n_scaling.hpp), after each encoding's own;
+// their rule is checked before its own.
+std::vector<EncodingInfo> with_shared_options(std::vector<EncodingInfo> infos) {
+  for (EncodingInfo& info : infos) {
+    for (OptionSpec& o : log_n_options()) info.options.push_back(std::move(o));
+    ConfigRule own = std::move(info.config_rule);
+    info.config_rule = [own](const Config& config) -> std::optional<ConfigProblem> {
+      if (auto problem = log_n_problem(config.encoding.options)) return problem;
+      return own ? own(config) : std::nullopt;
+    };
+  }
+  return infos;
+}
+}  // namespace
+
 const std::vector<EncodingInfo>& registered_encodings() {
   static const std::vector<EncodingInfo> all = {
       none_encoding_info(),
@@ -34,7 +52,8 @@ const std::vector<EncodingInfo>& registered_encodings() {
       deberta_encoding_info(),
       example_distance_bias_encoding_info(),
   };
-  return all;
+  static const std::vector<EncodingInfo> with_shared = with_shared_options(all);
+  return with_shared;
 }
 
 const EncodingInfo* find_encoding(const std::string& name) {

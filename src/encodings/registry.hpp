@@ -44,13 +44,18 @@ struct EncodingInfo {
   template <class T>
   std::unique_ptr<Encoding<T>> make(const Options& o, const EncodingShape& s,
                                     ParameterArena<T>& arena) const {
+    std::unique_ptr<Encoding<T>> e;
     if constexpr (std::is_same_v<T, float>)
-      return make_float(o, s, arena);
+      e = make_float(o, s, arena);
     else
-      return make_double(o, s, arena);
+      e = make_double(o, s, arena);
+    e->log_n = log_n_from_options(o);  // options every encoding has (registry.cpp)
+    return e;
   }
 };
 
+// Every registered encoding, with the options all of them share appended to its own (log-n
+// scaling, log_n_scaling.hpp) and their rule checked before the encoding's.
 const std::vector<EncodingInfo>& registered_encodings();
 // nullptr if there is no encoding of that name.
 const EncodingInfo* find_encoding(const std::string& name);

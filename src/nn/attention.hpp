@@ -7,6 +7,7 @@
 //   q = x[:, M:] W_q      k = x W_k      v = x W_v                  [B, *, H d_h]
 //   (b) q, k = encoding rotation (RoPE)
 //   S_h = scale * q_h k_h^T  + (c) encoding score terms              [B, H, L, K]
+//   S_h[i, :] *= f(n_i), log-n scaling if the encoding asks for it   (n_i = keys query i sees)
 //   P_h = softmax(S_h) over visible keys (j <= i + M)               [B, H, L, K]
 //   z_h = P_h v_h  + (d) encoding value terms                       [B, L, H d_h]
 //   out = z W_o                                                    [B, L, d]
@@ -20,6 +21,7 @@
 #include <limits>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "core/arena.hpp"
 #include "core/blas.hpp"
@@ -59,7 +61,8 @@ class Attention {
     ensure_shape(v_, {std::size_t(B), std::size_t(K), std::size_t(d)});
     ensure_shape(probs_, {std::size_t(B), std::size_t(H_), std::size_t(L), std::size_t(K)});
     ensure_shape(ctx_, {std::size_t(B), std::size_t(L), std::size_t(d)});
-    forward_in_chunks(x, g, enc, layer, out, q_, k_, v_, ctx_, probs_, {B, H_});
+    forward_in_chunks(x, g, enc, layer, out, q_, k_, v_, ctx_, probs_, {B, H_},
+                      /*inference_only=*/false);
   }
 
   // The same function for evaluation only (nn/inference_scratch.hpp): the buffers are the
@@ -75,7 +78,8 @@ class Attention {
     ensure_shape(s.scores, {std::size_t(chunk.rows), std::size_t(chunk.heads), std::size_t(L),
                             std::size_t(K)});
     ensure_shape(s.ctx, {std::size_t(B), std::size_t(L), std::size_t(d)});
-    forward_in_chunks(x, g, enc, layer, out, s.q, s.k, s.v, s.ctx, s.scores, chunk);
+    forward_in_chunks(x, g, enc, layer, out, s.q, s.k, s.v, s.ctx, s.scores, chunk,
+                      /*inference_only=*/true);
   }
 
   // dout [B, L, d]; x is the forward input. Writes dx [B, K, d] (memory rows included; the
@@ -129,6 +133,12 @@ class Attention {
           for (int j = 0; j < K; ++j) dpi[j] = pi[j] * (dpi[j] - dot[i - i0]);
         }
       }
+      // Log-n scaling, S'_i = f_i S_i: dS_i = f_i dS'_i, for the content term and the hooks.
+      if (log_n_applied_)
+        for (int i = 0; i < L; ++i) {
+          T* dpi = dP.row(i);
+          for (int j = 0; j < K; ++j) dpi[j] *= row_factor_[i];
+        }
       // Content score S = scale * q k^T:  dq_h = scale * dS k_h,  dk_h = scale * dS^T q_h.
       const T content_scale = content_ ? scale_ : T(0);
       multiply(head(dq_, b, h), dP, head(k_, b, h), content_scale);      // [L, d_h]
@@ -171,8 +181,18 @@ class Attention {
   // heads may have fewer than Hc; it uses the front of the buffer.)
   void forward_in_chunks(const T* x, const AttentionGeometry& g, Encoding<T>& enc, int layer,
                          T* out, xt::xtensor<T, 3>& q, xt::xtensor<T, 3>& k, xt::xtensor<T, 3>& v,
-                         xt::xtensor<T, 3>& ctx, xt::xtensor<T, 4>& probs, InferenceChunk chunk) {
+                         xt::xtensor<T, 3>& ctx, xt::xtensor<T, 4>& probs, InferenceChunk chunk,
+                         bool inference_only) {
     const int B = g.batch, L = g.q_len, K = g.k_len, M = g.mem_len, d = d_;
+    // Log-n scaling (encodings/log_n_scaling.hpp): f_i = max(1, ln n_i / ln L) for the n_i keys
+    // query i sees. Off (the default), nothing below multiplies anything.
+    const bool log_n = enc.log_n.active(inference_only);
+    if (!inference_only) log_n_applied_ = log_n;  // what backward must undo
+    if (log_n) {
+      row_factor_.resize(L);  // [L]
+      for (int i = 0; i < L; ++i)
+        row_factor_[i] = T(enc.log_n.factor(g.last_visible(i) - g.first_visible(i) + 1));
+    }
 
     // Projections. Queries: rows M..K-1 of each batch element (one call when there is no memory).
     segment_rows_gemm(x, arena_.value(W_q), q.data(), B, L, M);
@@ -212,6 +232,11 @@ class Attention {
         for (int bh = 0; bh < R * Hc; ++bh) {
           const int b = b0 + bh / Hc, h = h0 + bh % Hc;
           const auto P = per_head(probs, bh);  // [L, K], the scores until the softmax
+          if (log_n)  // S_i *= f_i on the visible keys (the others are masked next)
+            for (int i = 0; i < L; ++i) {
+              T* si = P.row(i);
+              for (int j = g.first_visible(i); j <= g.last_visible(i); ++j) si[j] *= row_factor_[i];
+            }
           for (int i0 = 0; i0 < L; i0 += kSoftmaxRows)
             masked_softmax_rows(P, i0, std::min(kSoftmaxRows, L - i0), g);
           multiply(head(ctx, b, h), P, head(v, b, h));  // z_h [L, d_h] = P_h [L, K] v_h [K, d_h]
@@ -299,6 +324,8 @@ class Attention {
   int d_, H_, dh_;
   T scale_ = 1;
   bool content_ = true;
+  bool log_n_applied_ = false;  // the last training forward scaled its rows by row_factor_
+  std::vector<T> row_factor_;   // [L] log-n factors f_i of the last forward
   xt::xtensor<T, 3> q_, k_, v_, ctx_, dq_, dk_, dv_, dctx_;
   xt::xtensor<T, 4> probs_, dprobs_;
 };
