@@ -128,6 +128,24 @@ const std::vector<EdgeSet> kEdgeOptionSets = {
     {"rope", {{"scaling", std::string("llama3")}, {"factor", 8.0},
               {"original_len", std::int64_t(16)}, {"base", 100.0}, {"low_freq_factor", 2.0},
               {"high_freq_factor", 8.0}}},
+    // LongRoPE (two pairs: two factors per list). original_len 4: a call over K <= 4 keys (the
+    // first segment) uses short_factor, over more (with memory) long_factor, as dynamic_ntk's
+    // base follows K: state reuse != one pass by design; what holds: one pass over 8 keys is the
+    // fixed long list.
+    {"rope", {{"scaling", std::string("longrope")}, {"factor", 4.0},
+              {"original_len", std::int64_t(4)}, {"short_factor", std::string("1, 1.5")},
+              {"long_factor", std::string("2, 8")}}, true,
+     "longrope switches lists by the keys a call covers, fewer per segment than in one pass",
+     {{"longrope_factors", std::string("long")}}},
+    {"rope", {{"scaling", std::string("longrope")}, {"factor", 2.0},
+              {"original_len", std::int64_t(2)}, {"short_factor", std::string("1.5, 3")},
+              {"long_factor", std::string("2, 2")}, {"longrope_factors", std::string("short")},
+              {"attention_factor", 1.5}}},
+    // Start tokens: positions 0 .. 1 keep the plain frequencies, so absolute positions matter.
+    {"rope", {{"scaling", std::string("longrope")}, {"factor", 4.0},
+              {"original_len", std::int64_t(4)}, {"short_factor", std::string("1, 1.5")},
+              {"long_factor", std::string("2, 8")}, {"longrope_factors", std::string("long")},
+              {"start_tokens", std::int64_t(2)}}, false},
     // xPos: a strong decay within the kit's few positions (zeta_0 = 0.2 / 1.2, B = 2), and an
     // extreme one (gamma 0.01: zeta_0 = 0.0099, B = 1), where only the centring of the scales
     // (xpos.cpp) keeps q and k finite and the gradients checkable.

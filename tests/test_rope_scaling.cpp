@@ -261,7 +261,7 @@ TEST_CASE("rope scaling options: a bad combination is a config error naming the 
   CHECK_THAT(error_of({"encoding.scaling=llama3", "encoding.factor=4", "encoding.original_len=64",
                        "encoding.high_freq_factor=1"}),
              Contains("encoding.high_freq_factor (1) must be greater than"));
-  CHECK_THAT(error_of({"encoding.scaling=longrope"}), Contains("encoding.scaling must be one of"));
+  CHECK_THAT(error_of({"encoding.scaling=longrop"}), Contains("encoding.scaling must be one of"));
   CHECK_THAT(error_of({"encoding.original_len=-1"}), Contains("encoding.original_len must be"));
   CHECK(error_of({"encoding.scaling=linear", "encoding.factor=4"}) == "no error");
   CHECK(error_of({"encoding.scaling=ntk", "encoding.factor=0.5"}) == "no error");

@@ -9,7 +9,9 @@
 //   rotations_L  L / lambda_i = L theta_i / (2 pi): the turns the trained pair makes over
 //                original_len (what YaRN's ramp and llama3's bands read); empty if L is not set;
 //   interpolation g_i, the weight of the interpolated (divided by s) frequency;
-//   attention_factor  a, on q and on k (logits by a^2).
+//   attention_factor  a, on q and on k (logits by a^2);
+//   short_factor, long_factor  (longrope only) LongRoPE's lambda_i of each list; the first line
+//                says which one the call uses (K > L: long, strict, as Hugging Face).
 // With log_n on (log_n_scaling.hpp; any encoding has it), a last line gives its factor at n = K.
 //
 // The key count K (dynamic_ntk) is --length, by default train.seq_len + memory.mem_len (a
@@ -59,9 +61,11 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
   const double L = double(scaling.original_len), a = scaling.attention_factor();
   const double pi = 3.14159265358979323846;
 
-  const std::vector<std::string> header = {"pair",       "dims",        "theta",
-                                           "theta_scaled", "wavelength", "rotations_L",
-                                           "interpolation", "attention_factor"};
+  const bool longrope = scaling.method == RopeScalingMethod::longrope;
+  std::vector<std::string> header = {"pair",       "dims",        "theta",
+                                     "theta_scaled", "wavelength", "rotations_L",
+                                     "interpolation", "attention_factor"};
+  if (longrope) header.insert(header.end(), {"short_factor", "long_factor"});
   std::vector<std::vector<std::string>> table;
   for (int i = 0; i < pairs; ++i) {
     const RotaryPair& r = rows[i];
@@ -71,6 +75,9 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
                      number(r.theta), number(r.theta_scaled), number(2 * pi / r.theta_scaled),
                      L > 0 ? number(L * r.theta / (2 * pi)) : (csv ? "" : "-"),
                      number(r.interpolation), number(a)});
+    if (longrope)
+      table.back().insert(table.back().end(),
+                          {number(scaling.short_factor[i]), number(scaling.long_factor[i])});
   }
   if (csv) {
     for (std::size_t c = 0; c < header.size(); ++c) out << (c ? "," : "") << header[c];
@@ -90,6 +97,16 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
   if (scaling.method == RopeScalingMethod::dynamic_ntk)
     out << " (dynamic factor s K / L - (s - 1) = " << short_number(scaling.dynamic_factor(key_len))
         << (key_len > scaling.original_len ? "" : ": K <= L, the trained base") << ")";
+  if (longrope) {
+    const std::string which = scaling.uses_long_factors(key_len) ? "long" : "short";
+    out << ", factors " << which;
+    if (scaling.depends_on_key_count())
+      out << (which == "long" ? " (K > L)" : " (K <= L)");
+    else
+      out << " (fixed)";
+    if (scaling.start_tokens > 0)
+      out << ", start_tokens " << scaling.start_tokens;
+  }
   out << "\n";
   std::vector<std::size_t> width(header.size());
   for (std::size_t c = 0; c < header.size(); ++c) {
@@ -107,6 +124,13 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
   out << "theta' = theta_scaled = theta / s * g + theta * (1 - g), g = interpolation (ntk, "
          "dynamic_ntk: the equivalent g);\nwavelength = 2 pi / theta'; rotations_L = L theta / "
          "(2 pi), of the trained pair; q and k are each multiplied by attention_factor.\n";
+  if (longrope) {
+    out << "longrope: theta' = 1 / (lambda_i b^(2i/d)), lambda = the factors in use; "
+           "interpolation is the equivalent g = (1 - theta'/theta) / (1 - 1/s).\n";
+    if (scaling.start_tokens > 0)
+      out << "positions 0 .. " << scaling.start_tokens - 1
+          << " (start tokens) turn by theta, with amplitude 1.\n";
+  }
   const LogNScaling log_n = log_n_from_options(o);
   if (log_n.mode != LogNScaling::Mode::off)
     out << "log_n = " << o.get_string("log_n")

@@ -35,6 +35,14 @@
 // still a function of m - n. With `fraction` < 1 every method acts on the d_rot rotated
 // dimensions (d = d_rot in its formulas); the rest pass through, unscaled.
 //
+// longrope (Ding et al. 2024; Hugging Face's "longrope", Phi-3) divides each pair by its own
+// lambda_i, from short_factor while the call covers K <= original_len keys and long_factor
+// beyond (as dynamic_ntk, the key count of the call decides; Hugging Face reads
+// max(position_ids) + 1, the same count for a pass from position 0). With start_tokens = n_hat
+// the rows at positions 0 .. n_hat - 1 (text positions: with memory, only when
+// memory.continue_positions gives the stream's positions) keep the plain theta_i and amplitude 1,
+// so q'.k' is no longer a function of m - n alone there.
+//
 // dynamic_ntk computes its base from the number of keys the call covers, K = M + L (memory +
 // segment): s' = s K / L - (s - 1) when K > L, the trained base otherwise (Hugging Face
 // recomputes it from the current sequence length). This is consistent under poslab's memory:
@@ -75,8 +83,11 @@ class Rope : public Encoding<T> {
       throw std::invalid_argument("rope: fraction must be in [0, 1]");
     if (!(base_ > 1)) throw std::invalid_argument("rope: base must be > 1");
     pairs_ = rotated_pairs(fraction, dh_);  // d_rot / 2
+    if (auto problem = longrope_length_problem(o, pairs_))
+      throw std::invalid_argument("rope: " + problem->message);
     frequencies_.resize(pairs_);
     theta_.resize(pairs_);
+    plain_theta_.resize(pairs_);
     set_frequencies(0);
   }
 
@@ -97,12 +108,15 @@ class Rope : public Encoding<T> {
   int rotated_dims() const { return 2 * pairs_; }
 
  private:
-  bool dynamic() const { return scaling_.method == RopeScalingMethod::dynamic_ntk; }
+  bool dynamic() const { return scaling_.depends_on_key_count(); }
 
   // theta'[pairs] for a call covering key_len keys (only dynamic_ntk depends on it).
   void set_frequencies(std::int64_t key_len) {
     scaled_frequencies(scaling_, base_, pairs_, key_len, frequencies_.data());
-    for (int p = 0; p < pairs_; ++p) theta_[p] = frequencies_[p].theta_scaled;
+    for (int p = 0; p < pairs_; ++p) {
+      theta_[p] = frequencies_[p].theta_scaled;
+      plain_theta_[p] = frequencies_[p].theta;
+    }
     theta_key_len_ = key_len;
   }
 
@@ -115,11 +129,16 @@ class Rope : public Encoding<T> {
     if (q_table_.holds(g.q_pos, g.q_len, tag) && k_table_.holds(g.k_pos, g.k_len, tag)) return;
     if (dynamic() && theta_key_len_ != g.k_len) set_frequencies(g.k_len);
     const double a = amplitude_;  // q and k each scaled by a: the logits by a^2
-    auto amplitude = [a](int, int) { return a; };
+    const std::int64_t n_hat = scaling_.start_tokens;  // longrope: 0 <= p < n_hat kept plain
+    auto amplitude_of = [a, n_hat](const std::int64_t* pos) {
+      return [a, n_hat, pos](int r, int) { return pos[r] >= 0 && pos[r] < n_hat ? 1.0 : a; };
+    };
     if (!q_table_.holds(g.q_pos, g.q_len, tag))
-      q_table_.build(g.q_pos, g.q_len, tag, theta_.data(), pairs_, amplitude);
+      q_table_.build(g.q_pos, g.q_len, tag, theta_.data(), pairs_, amplitude_of(g.q_pos),
+                     plain_theta_.data(), n_hat);
     if (!k_table_.holds(g.k_pos, g.k_len, tag))
-      k_table_.build(g.k_pos, g.k_len, tag, theta_.data(), pairs_, amplitude);
+      k_table_.build(g.k_pos, g.k_len, tag, theta_.data(), pairs_, amplitude_of(g.k_pos),
+                     plain_theta_.data(), n_hat);
   }
 
   int H_, dh_;
@@ -129,13 +148,18 @@ class Rope : public Encoding<T> {
   int pairs_;                            // d_rot / 2
   std::vector<RotaryPair> frequencies_;  // [pairs]: theta, theta', interpolation weight
   std::vector<double> theta_;            // [pairs]: theta', the frequencies the tables use
+  std::vector<double> plain_theta_;      // [pairs]: theta, for longrope's start tokens
   std::int64_t theta_key_len_ = 0;       // the key count theta_ was computed for (dynamic_ntk)
   RotaryTable<T> q_table_, k_table_;
 };
 
 std::optional<ConfigProblem> rope_rule(const Config& config) {
-  if (!config.encoding.options.has("scaling")) return std::nullopt;
-  return rope_scaling_problem(config.encoding.options);
+  const Options& o = config.encoding.options;
+  if (!o.has("scaling")) return std::nullopt;
+  if (auto problem = rope_scaling_problem(o)) return problem;
+  if (config.model.n_heads < 1) return std::nullopt;  // the model's own check says why
+  return longrope_length_problem(
+      o, rotated_pairs(o.get_double("fraction"), config.model.d_model / config.model.n_heads));
 }
 
 }  // namespace
@@ -154,7 +178,7 @@ EncodingInfo rope_encoding_info() {
           EncodingFamily::relative,
           "RoPE: rotate each (2p, 2p+1) pair of q and k by position * base^(-2p/d_rot), so "
           "q.k depends on i - j only; no parameters; optional context-extension scaling "
-          "(linear, ntk, dynamic_ntk, yarn, llama3)",
+          "(linear, ntk, dynamic_ntk, yarn, llama3, longrope)",
           "Su et al. 2021",
           std::move(options),
           factory_float<Rope>(),

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <sstream>
 #include <stdexcept>
 
 #include "config/toml_text.hpp"
@@ -22,7 +23,41 @@ RopeScalingMethod method_of(const std::string& name) {
 
 bool needs_original_len(RopeScalingMethod m) {
   return m == RopeScalingMethod::dynamic_ntk || m == RopeScalingMethod::yarn ||
-         m == RopeScalingMethod::llama3;
+         m == RopeScalingMethod::llama3 || m == RopeScalingMethod::longrope;
+}
+
+const std::vector<std::string>& longrope_factors_names() {
+  static const std::vector<std::string> names = {"switch", "short", "long"};
+  return names;
+}
+
+// What is wrong with one of longrope's lists (key = "short_factor" or "long_factor"): not numbers,
+// a factor below 1 or not finite, or a decrease (the paper's search space: 1 <= lambda_i <=
+// lambda_(i+1)).
+std::optional<ConfigProblem> factor_list_problem(const Options& o, const std::string& key) {
+  const std::string name = "encoding." + key;
+  std::vector<double> lambda;
+  try {
+    lambda = parse_factor_list(o.get_string(key));
+  } catch (const std::invalid_argument& e) {
+    return ConfigProblem{{name}, name + ": " + e.what()};
+  }
+  if (lambda.empty())
+    return ConfigProblem{{name, "encoding.scaling"},
+                         name + " must be set with encoding.scaling = longrope: one factor per "
+                         "rotated pair, e.g. \"1, 1.5, 2, 4\" for d_rot = 8"};
+  for (std::size_t i = 0; i < lambda.size(); ++i) {
+    if (!(lambda[i] >= 1) || !std::isfinite(lambda[i]))
+      return ConfigProblem{{name}, name + ": entry " + std::to_string(i) + " is " +
+                                       number_text(lambda[i]) +
+                                       "; LongRoPE's factors are finite and >= 1"};
+    if (i > 0 && lambda[i] < lambda[i - 1])
+      return ConfigProblem{{name}, name + " must not decrease (LongRoPE: lambda_i <= "
+                                   "lambda_(i+1)): entry " + std::to_string(i) + " (" +
+                                   number_text(lambda[i]) + ") < entry " + std::to_string(i - 1) +
+                                   " (" + number_text(lambda[i - 1]) + ")"};
+  }
+  return std::nullopt;
 }
 
 // theta_i = b^(-2i/d), d = 2 pairs (the expression plain RoPE always used: bit for bit).
@@ -53,13 +88,51 @@ void mix(double s, int pairs, RotaryPair* out) {
 
 const std::vector<std::string>& rope_scaling_names() {
   static const std::vector<std::string> names = {"none", "linear", "ntk", "dynamic_ntk", "yarn",
-                                                 "llama3"};
+                                                 "llama3", "longrope"};
   return names;
+}
+
+std::vector<double> parse_factor_list(const std::string& text) {
+  std::string spaced = text;
+  for (char& c : spaced)
+    if (c == ',' || c == '[' || c == ']') c = ' ';
+  std::istringstream in(spaced);
+  std::vector<double> out;
+  for (std::string word; in >> word;) {
+    std::size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(word, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != word.size())
+      throw std::invalid_argument("entry " + std::to_string(out.size()) + " ('" + word +
+                                  "') is not a number");
+    out.push_back(x);
+  }
+  return out;
+}
+
+bool RopeScaling::uses_long_factors(std::int64_t key_len) const {
+  switch (longrope_factors) {
+    case Factors::short_only: return false;
+    case Factors::long_only: return true;
+    case Factors::by_length: break;
+  }
+  return key_len > original_len;  // strict, as Hugging Face's longrope_frequency_update
+}
+
+bool RopeScaling::depends_on_key_count() const {
+  return method == RopeScalingMethod::dynamic_ntk ||
+         (method == RopeScalingMethod::longrope && longrope_factors == Factors::by_length);
 }
 
 double RopeScaling::attention_factor() const {
   if (attention_factor_option > 0) return attention_factor_option;
   if (method == RopeScalingMethod::yarn && factor > 1) return 0.1 * std::log(factor) + 1.0;
+  if (method == RopeScalingMethod::longrope && factor > 1)  // sqrt(1 + ln s / ln L)
+    return std::sqrt(1.0 + std::log(factor) / std::log(double(original_len)));
   return 1.0;
 }
 
@@ -72,7 +145,7 @@ std::vector<OptionSpec> rope_scaling_options() {
   return {
       {"scaling", std::string("none"),
        "context extension of a model trained at original_len (docs/05, `poslab encodings "
-       "--describe rope`): none, linear (PI), ntk, dynamic_ntk, yarn or llama3",
+       "--describe rope`): none, linear (PI), ntk, dynamic_ntk, yarn, llama3 or longrope",
        -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
        rope_scaling_names()},
       {"factor", 1.0, "scale s (> 0): the context is extended s times; ignored by none", 0},
@@ -84,11 +157,27 @@ std::vector<OptionSpec> rope_scaling_options() {
        0},
       {"attention_factor", 0.0,
        "q and k are each multiplied by it (logits by its square); 0 = the method's default, "
-       "0.1 ln s + 1 for yarn (s > 1), 1 otherwise",
+       "0.1 ln s + 1 for yarn, sqrt(1 + ln s / ln original_len) for longrope (s > 1), 1 otherwise",
        0, 100},
       {"low_freq_factor", 1.0, "llama3: wavelengths above L / low_freq_factor are divided by s",
        0},
       {"high_freq_factor", 4.0, "llama3: wavelengths below L / high_freq_factor are kept", 0},
+      {"short_factor", std::string(""),
+       "longrope: lambda_i, one per rotated pair (d_rot / 2 numbers >= 1, not decreasing, "
+       "separated by commas; Hugging Face's short_factor), used while a call covers K <= "
+       "original_len keys"},
+      {"long_factor", std::string(""),
+       "longrope: lambda_i as short_factor (Hugging Face's long_factor), used when K > "
+       "original_len"},
+      {"longrope_factors", std::string("switch"),
+       "longrope: switch = long_factor iff the call covers K > original_len keys (Hugging "
+       "Face), short or long = always that list (llama.cpp's static choice)",
+       -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
+       longrope_factors_names()},
+      {"start_tokens", std::int64_t(0),
+       "longrope: n_hat, positions 0 .. n_hat - 1 keep the plain frequencies, unscaled (the "
+       "paper's start-token retention)",
+       0, 1 << 24},
   };
 }
 
@@ -99,6 +188,12 @@ std::optional<ConfigProblem> rope_scaling_problem(const Options& o) {
   if (!(s > 0) || !std::isfinite(s))
     return ConfigProblem{{"encoding.factor"},
                          "encoding.factor must be a finite number > 0, got " + number_text(s)};
+  if (m != RopeScalingMethod::longrope)
+    for (const char* key : {"short_factor", "long_factor", "longrope_factors", "start_tokens"})
+      if (o.values().at(key) != Options::defaults(rope_scaling_options()).values().at(key))
+        return ConfigProblem{{std::string("encoding.") + key, "encoding.scaling"},
+                             std::string("encoding.") + key + " is an option of longrope; it has "
+                             "no effect with " + scaling};
   if (m == RopeScalingMethod::none && s != 1)
     return ConfigProblem{{"encoding.factor", "encoding.scaling"},
                          "encoding.factor (" + number_text(s) +
@@ -115,6 +210,14 @@ std::optional<ConfigProblem> rope_scaling_problem(const Options& o) {
                            "encoding.beta_fast (" + number_text(fast) +
                                ") must be greater than encoding.beta_slow (" + number_text(slow) +
                                "), and both > 0"};
+  }
+  if (m == RopeScalingMethod::longrope) {
+    if (o.get_int("original_len") < 2)
+      return ConfigProblem{{"encoding.original_len"},
+                           "encoding.original_len must be >= 2 with " + scaling +
+                               " (its attention factor divides by ln original_len)"};
+    for (const char* key : {"short_factor", "long_factor"})
+      if (auto problem = factor_list_problem(o, key)) return problem;
   }
   if (m == RopeScalingMethod::llama3) {
     const double low = o.get_double("low_freq_factor"), high = o.get_double("high_freq_factor");
@@ -138,7 +241,30 @@ RopeScaling rope_scaling_from_options(const Options& o) {
   s.low_freq_factor = o.get_double("low_freq_factor");
   s.high_freq_factor = o.get_double("high_freq_factor");
   s.attention_factor_option = o.get_double("attention_factor");
+  if (s.method == RopeScalingMethod::longrope) {
+    s.short_factor = parse_factor_list(o.get_string("short_factor"));
+    s.long_factor = parse_factor_list(o.get_string("long_factor"));
+    const std::string& which = o.get_string("longrope_factors");
+    s.longrope_factors = which == "short"  ? RopeScaling::Factors::short_only
+                         : which == "long" ? RopeScaling::Factors::long_only
+                                           : RopeScaling::Factors::by_length;
+    s.start_tokens = o.get_int("start_tokens");
+  }
   return s;
+}
+
+std::optional<ConfigProblem> longrope_length_problem(const Options& o, int pairs) {
+  if (o.get_string("scaling") != "longrope") return std::nullopt;
+  for (const char* key : {"short_factor", "long_factor"}) {
+    const std::size_t n = parse_factor_list(o.get_string(key)).size();
+    if (n != std::size_t(pairs))
+      return ConfigProblem{{std::string("encoding.") + key},
+                           std::string("encoding.") + key + " has " + std::to_string(n) +
+                               " factors; it needs one per rotated pair, d_rot / 2 = " +
+                               std::to_string(pairs) + " (model.d_model / model.n_heads and "
+                               "encoding.fraction set d_rot)"};
+  }
+  return std::nullopt;
 }
 
 void scaled_frequencies(const RopeScaling& sc, double b, int pairs, std::int64_t key_len,
@@ -181,6 +307,20 @@ void scaled_frequencies(const RopeScaling& sc, double b, int pairs, std::int64_t
         out[i].interpolation = 1.0 - kept;
       }
       return mix(s, pairs, out);
+    }
+    case RopeScalingMethod::longrope: {
+      const std::vector<double>& lambda =
+          sc.uses_long_factors(key_len) ? sc.long_factor : sc.short_factor;
+      if (int(lambda.size()) != pairs)
+        throw std::invalid_argument("rope: longrope has " + std::to_string(lambda.size()) +
+                                    " factors for " + std::to_string(pairs) + " pairs");
+      for (int i = 0; i < pairs; ++i) {
+        // 1 / (lambda_i b^(2i/d)): Hugging Face's expression, 1.0 / (ext_factors * base**(2i/d))
+        out[i].theta_scaled = 1.0 / (lambda[i] * std::pow(b, 2.0 * i / d));
+        out[i].interpolation =
+            s == 1 ? 0.0 : (1.0 - out[i].theta_scaled / out[i].theta) / (1.0 - 1.0 / s);
+      }
+      return;
     }
   }
 }

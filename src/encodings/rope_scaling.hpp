@@ -15,6 +15,14 @@
 //                low  = max(0,     floor(d ln(L / (beta_fast 2 pi)) / (2 ln b)))
 //                high = min(d - 1, ceil (d ln(L / (beta_slow 2 pi)) / (2 ln b)))  (+0.001 if equal)
 //                and the attention factor a = 0.1 ln s + 1 (s > 1; else 1) on q and on k
+//   longrope     theta'_i = 1 / (lambda_i b^(2i/d))                    (Ding et al. 2024; Phi-3)
+//                lambda = long_factor if K > L (strict '>', Hugging Face's
+//                longrope_frequency_update), else short_factor; option longrope_factors = short
+//                or long fixes one list instead (llama.cpp chooses statically). Attention factor
+//                a = sqrt(1 + ln s / ln L) (s > 1; else 1), the same for both lists. Positions
+//                0 <= p < start_tokens (n_hat, the paper's start-token retention) turn by the
+//                plain theta_i with amplitude 1 (the released MixedLongRoPEScaledRotaryEmbedding
+//                overwrites their cos and sin with the unscaled table)
 //   llama3       g_i = 0 where lambda_i < L / high_freq_factor (kept), 1 where lambda_i >
 //                L / low_freq_factor (divided by s), else 1 - (L / lambda_i - low_freq_factor) /
 //                (high_freq_factor - low_freq_factor); theta'_i as for yarn
@@ -23,7 +31,7 @@
 // the mixing weight for yarn and llama3, 1 for linear, 0 for none; for ntk and dynamic_ntk,
 // which change the base instead of mixing, it is the equivalent weight
 // g_i = (1 - theta'_i / theta_i) / (1 - 1 / s_eff) (s_eff = s, or dynamic's s K / L - (s - 1);
-// 0 when s_eff = 1). With d = 2 (a single pair, theta_0 = 1 whatever the base) ntk has nothing
+// 0 when s_eff = 1; longrope likewise, with s). With d = 2 (a single pair, theta_0 = 1 whatever the base) ntk has nothing
 // to change: s^(d/(d-2)) is not defined there and the base is left as it is.
 #pragma once
 
@@ -37,9 +45,10 @@
 
 namespace poslab {
 
-enum class RopeScalingMethod { none, linear, ntk, dynamic_ntk, yarn, llama3 };
+enum class RopeScalingMethod { none, linear, ntk, dynamic_ntk, yarn, llama3, longrope };
 
-// "none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3": the values of option `scaling`.
+// "none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope": the values of option
+// `scaling`.
 const std::vector<std::string>& rope_scaling_names();
 
 struct RopeScaling {
@@ -51,9 +60,20 @@ struct RopeScaling {
   double low_freq_factor = 1;     // llama3
   double high_freq_factor = 4;    // llama3
   double attention_factor_option = 0;  // 0: the method's default (attention_factor())
+  // longrope: lambda_i per pair [d/2], Hugging Face's layout (pair i has theta_i = b^(-2i/d))
+  std::vector<double> short_factor, long_factor;
+  enum class Factors { by_length, short_only, long_only };  // option longrope_factors
+  Factors longrope_factors = Factors::by_length;
+  std::int64_t start_tokens = 0;  // longrope: n_hat
+
+  // longrope: whether a call covering `key_len` keys uses long_factor (K > L, or fixed).
+  bool uses_long_factors(std::int64_t key_len) const;
+  // Whether the frequencies depend on the key count of the call (dynamic_ntk; longrope's switch).
+  bool depends_on_key_count() const;
 
   // The factor q and k are each multiplied by (the logits by its square): the option if set,
-  // else 0.1 ln s + 1 for yarn with s > 1 (Hugging Face's get_mscale), else 1.
+  // else 0.1 ln s + 1 for yarn with s > 1 (Hugging Face's get_mscale), sqrt(1 + ln s / ln L)
+  // for longrope with s > 1 (Hugging Face's _compute_longrope_parameters), else 1.
   double attention_factor() const;
   // The scale dynamic NTK uses for a call covering `key_len` keys: s K / L - (s - 1) if K > L,
   // else 1 (the trained base).
@@ -61,7 +81,8 @@ struct RopeScaling {
 };
 
 // The options `scaling`, `factor`, `original_len`, `beta_fast`, `beta_slow`, `attention_factor`,
-// `low_freq_factor`, `high_freq_factor` with their defaults (none: plain RoPE).
+// `low_freq_factor`, `high_freq_factor`, `short_factor`, `long_factor`, `longrope_factors`,
+// `start_tokens` with their defaults (none: plain RoPE).
 std::vector<OptionSpec> rope_scaling_options();
 
 // Reads them back (the option keys above must be declared); throws std::invalid_argument on a
@@ -72,6 +93,14 @@ RopeScaling rope_scaling_from_options(const Options& o);
 // config loader's rule between keys): a factor <= 0, original_len missing where the method needs
 // it, a factor set with scaling = none, beta or frequency factors out of order.
 std::optional<ConfigProblem> rope_scaling_problem(const Options& o);
+
+// longrope's lists against the head: each must hold d_rot / 2 = `pairs` numbers.
+std::optional<ConfigProblem> longrope_length_problem(const Options& o, int pairs);
+
+// A factor list as written in a string option: numbers separated by commas and/or spaces,
+// optionally in brackets (Hugging Face's JSON list pastes as is): "1, 1.25, 2" or "[1,1.25,2]".
+// Throws std::invalid_argument naming the entry that is not a number.
+std::vector<double> parse_factor_list(const std::string& text);
 
 // One rotation pair: its plain inverse frequency, the scaled one and its interpolation weight.
 struct RotaryPair {

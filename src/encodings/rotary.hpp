@@ -49,18 +49,27 @@ struct RotaryTable {
   template <class Amplitude>
   void build(const std::int64_t* p, int rows, std::int64_t t, const double* theta, int pairs,
              Amplitude&& amplitude) {
+    build(p, rows, t, theta, pairs, amplitude, theta, 0);
+  }
+  // The same, except that rows at positions 0 <= p < start_positions turn by theta_start[pairs]
+  // (LongRoPE's start tokens keep the plain frequencies).
+  template <class Amplitude>
+  void build(const std::int64_t* p, int rows, std::int64_t t, const double* theta, int pairs,
+             Amplitude&& amplitude, const double* theta_start, std::int64_t start_positions) {
     pos.assign(p, p + rows);
     tag = t;
     built = true;
     cos.resize(std::size_t(rows) * pairs);
     sin.resize(std::size_t(rows) * pairs);
-    for (int r = 0; r < rows; ++r)
+    for (int r = 0; r < rows; ++r) {
+      const double* th = (p[r] >= 0 && p[r] < start_positions) ? theta_start : theta;
       for (int q = 0; q < pairs; ++q) {
-        const double angle = double(p[r]) * theta[q];
+        const double angle = double(p[r]) * th[q];
         const double a = amplitude(r, q);
         cos[std::size_t(r) * pairs + q] = T(a * std::cos(angle));
         sin[std::size_t(r) * pairs + q] = T(a * std::sin(angle));
       }
+    }
   }
 };
 

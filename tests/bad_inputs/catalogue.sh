@@ -141,6 +141,10 @@ expect_error rope_factor_zero "encoding.factor must be a finite number > 0, got 
 expect_error rope_factor_nan "encoding.factor must be a finite number, got nan" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=nan --out out
 expect_error rope_original_len_zero "encoding.original_len must be set (>= 1" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=0 --out out
 expect_error rope_original_len_too_large "encoding.original_len must be in [0, 16777216]" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=99999999 --out out
+# Log-n scaling and LongRoPE (issue 36).
+expect_error log_n_len_unset "encoding.log_n_len must be >= 2" "$POSLAB" "${T[@]}" --set encoding.type=alibi --set encoding.log_n=always --out out
+expect_error longrope_list_length "encoding.short_factor has 2 factors; it needs one per rotated pair, d_rot / 2 = 8" "$POSLAB" "${T[@]}" --set model.d_model=32 --set model.n_heads=2 --set encoding.type=rope --set encoding.scaling=longrope --set encoding.factor=4 --set encoding.original_len=64 --set encoding.short_factor=1,2 --set encoding.long_factor=1,2 --out out
+expect_error longrope_decreasing "encoding.long_factor must not decrease" "$POSLAB" "${T[@]}" --set model.d_model=32 --set model.n_heads=2 --set encoding.type=rope --set encoding.scaling=longrope --set encoding.factor=4 --set encoding.original_len=64 --set encoding.short_factor=1,1,1,1,1,1,1,1 --set encoding.long_factor=2,1,1,1,1,1,1,1 --out out
 expect_error rope_factor_without_scaling "has no effect with encoding.scaling = none" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.factor=4 --out out
 expect_error randomized_max_position "train.max_position (4) must be at least" "$POSLAB" "${T[@]}" --set train.randomized_positions=true --set train.max_position=4 --out out
 expect_error escaped_nul_out_dir 'it may not hold control characters' "$POSLAB" "${T[@]}" --set 'out_dir="out\u0000x"'
