@@ -291,11 +291,19 @@ std::vector<EvalSetting> evaluation_plan(const Config& cfg, bool independent_row
 // (to fail early) and with `locked` once this process holds its lock (DirectoryLock), when an
 // unfinished run of the same experiment is cleared for --resume. Returns true if the run is
 // already finished with this very config (--resume: nothing to do).
-bool claim_run_directory(const Config& cfg, ExistingRun existing, bool locked = false) {
+int outcome_of_other_trainer(const Config& cfg);
+
+bool claim_run_directory(const Config& cfg, ExistingRun existing, bool locked = false,
+                         int wait_for_trainer_seconds = 0) {
   namespace fs = std::filesystem;
   const fs::path dir(cfg.out_dir);
   std::error_code ec;
   if (!fs::exists(fs::symlink_status(dir, ec))) return false;
+  // --wait-for-trainer: another process that took the run since any earlier look is waited
+  // for here too, and its outcome is this call's.
+  if (!locked && existing == ExistingRun::resume && wait_for_trainer_seconds > 0 &&
+      wait_for_other_trainer(dir, wait_for_trainer_seconds, std::cout))
+    return outcome_of_other_trainer(cfg) == 0;
   if (!locked && DirectoryLock::is_held(dir))
     throw std::runtime_error(cfg.out_dir + " is being written by another poslab process (it "
                              "holds the directory's lock); not training it twice");
@@ -378,10 +386,11 @@ int outcome_of_other_trainer(const Config& cfg) {
 
 int run_train(const Config& cfg, ExistingRun existing, int wait_for_trainer_seconds) {
   const bool wait = existing == ExistingRun::resume && wait_for_trainer_seconds > 0;
-  if (wait && wait_for_other_trainer(cfg.out_dir, wait_for_trainer_seconds, std::cout))
-    return outcome_of_other_trainer(cfg);
-  // --resume of a finished run: nothing to do, and nothing to load.
-  if (existing == ExistingRun::resume && claim_run_directory(cfg, existing)) return 0;
+  // --resume of a finished run (or, with --wait-for-trainer, one another process finished
+  // while this one waited): nothing to do, and nothing to load.
+  if (existing == ExistingRun::resume &&
+      claim_run_directory(cfg, existing, false, wait ? wait_for_trainer_seconds : 0))
+    return 0;
   const std::string started = utc_now();
   const std::string threads_from = set_threads(cfg.train.threads);
   const int L = cfg.train.seq_len;
@@ -430,7 +439,8 @@ int run_train(const Config& cfg, ExistingRun existing, int wait_for_trainer_seco
     corpus_description = describe_corpus(data);
   }
 
-  if (claim_run_directory(cfg, existing)) return 0;  // --resume of a finished run
+  // --resume of a finished run
+  if (claim_run_directory(cfg, existing, false, wait ? wait_for_trainer_seconds : 0)) return 0;
   RunDirectory run = RunDirectory::create(cfg.out_dir);
   // One writer per run directory, for as long as this process lives. Checked again under the
   // lock: another `poslab train` may have taken the directory since claim_run_directory looked.
