@@ -322,7 +322,8 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
       options.out_dir.empty() ? fs::path("explorer") : fs::path(options.out_dir);
   std::vector<fs::path> inputs(options.runs.begin(), options.runs.end());
   if (!options.text_file.empty()) inputs.push_back(options.text_file);
-  SiteDirectory::check(out_dir, "explorer", inputs);  // before any work; nothing is written
+  // Checked before any work (nothing is made yet); written beside out_dir, swapped in at the end.
+  SiteDirectory site = SiteDirectory::prepare(out_dir, "explorer", inputs);
   set_threads(1);
   std::vector<LoadedRun> runs;
   for (const std::string& path : options.runs) runs.push_back(load_run(path));
@@ -337,8 +338,6 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
   // What sets each run apart (its column's header): "encoding.scaling = "yarn"", ...
   const std::vector<std::vector<std::string>> differs = differing_settings(configs);
 
-  // Written beside out_dir, swapped in at the end.
-  SiteDirectory site = SiteDirectory::prepare(out_dir, "explorer", inputs);
   site.make_staging();
   const fs::path& staging = site.staging();
   fs::create_directories(staging / "data");

@@ -82,10 +82,9 @@ int run_report(const ReportOptions& options, std::ostream& out) {
   // --out: checked before anything else, built beside, swapped in only when complete.
   const fs::path default_out = root / "report";
   const fs::path out_dir = options.out_dir.empty() ? default_out : fs::path(options.out_dir);
-  SiteDirectory::check(out_dir, "report", {root}, default_out);
+  SiteDirectory site = SiteDirectory::prepare(out_dir, "report", {root}, default_out);
 
   const nlohmann::json runs = planned_runs(root, out);
-  SiteDirectory site = SiteDirectory::prepare(out_dir, "report", {root}, default_out);
   std::vector<std::string> arguments = {options.study_dir, "--out", site.staging().string(),
                                         "--staged"};
   if (options.debug) arguments.push_back("--debug");
