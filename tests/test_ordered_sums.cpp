@@ -24,6 +24,21 @@ std::vector<float> mixed_values(int n, Rng& rng) {
   return x;
 }
 
+// mixed_values rounded to 12 significant bits: the product of two of them has at most 24 and is
+// exact in float. Whether the compiler fuses `s += x * y` into one FMA depends on what
+// -march=native vectorises on each CPU (GCC fuses the scalar tail of a loop and not its
+// vectorised body, so a plain loop is itself a mix). With exact products a fused and an unfused
+// add round the same, so a dot-product test checks what it should: the order of the sum.
+std::vector<float> mixed_short_values(int n, Rng& rng) {
+  auto x = mixed_values(n, rng);
+  for (float& v : x) {
+    int exponent;  // v = mantissa 2^exponent, |mantissa| in [1/2, 1)
+    const float mantissa = std::frexp(v, &exponent);
+    v = std::ldexp(std::round(std::ldexp(mantissa, 12)), exponent - 12);
+  }
+  return x;
+}
+
 float serial_sum(const float* x, int begin, int end) {
   float s = 0;
   for (int j = begin; j < end; ++j) s += x[j];
@@ -63,16 +78,22 @@ TEST_CASE("ordered_row_sums equals the serial loop of every row, bit for bit", "
 TEST_CASE("ordered_row_dots equals the serial dot product of every row", "[ordered]") {
   Rng rng(12);
   constexpr int R = 8, K = 257;
-  const auto x = mixed_values(R * K, rng), y = mixed_values(R * K, rng);
+  const auto x = mixed_short_values(R * K, rng), y = mixed_short_values(R * K, rng);
   const float *xr[R], *yr[R];
   for (int r = 0; r < R; ++r) xr[r] = x.data() + r * K, yr[r] = y.data() + r * K;
   float dots[R];
   ordered_row_dots(xr, yr, K, dots);
+  int reversed_differs = 0;
   for (int r = 0; r < R; ++r) {
-    float s = 0;
+    float s = 0, reversed = 0;
     for (int j = 0; j < K; ++j) s += xr[r][j] * yr[r][j];
+    for (int j = K - 1; j >= 0; --j) reversed += xr[r][j] * yr[r][j];
+    CAPTURE(r);
     REQUIRE(dots[r] == s);
+    reversed_differs += reversed != s;
   }
+  // The check can fail: the same products summed in the other order round differently here.
+  REQUIRE(reversed_differs > 0);
 }
 
 TEST_CASE("column sums split over threads equal the serial row-by-row loop", "[ordered]") {
