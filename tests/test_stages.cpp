@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "config/toml_text.hpp"
 #include "process_helpers.hpp"
 #include "study/runner.hpp"
 #include "study/slurm_export.hpp"
@@ -60,7 +61,9 @@ nlohmann::json json_of(const fs::path& file) { return nlohmann::json::parse(read
 
 // `poslab report STUDY_DIR --out OUT`: the status of each run in the run table it writes (the
 // page's data, OUT/data/report.js: "window.POSLAB_REPORT = {...};"), by run id.
-std::map<std::string, std::string> report_statuses(const fs::path& study_dir, const fs::path& out) {
+// The run table of the report `poslab report` writes for study_dir into out: id -> that run's
+// row (status, "difference from the base", ...).
+std::map<std::string, nlohmann::json> report_rows(const fs::path& study_dir, const fs::path& out) {
   std::ostringstream said;
   poslab::ReportOptions options;
   options.study_dir = study_dir.string();
@@ -69,9 +72,15 @@ std::map<std::string, std::string> report_statuses(const fs::path& study_dir, co
   std::string page = read_file(out / "data" / "report.js");
   page = page.substr(page.find('{'), page.rfind('}') - page.find('{') + 1);
   const nlohmann::json data = nlohmann::json::parse(page);
+  std::map<std::string, nlohmann::json> rows;
+  for (const nlohmann::json& run : data.at("runs")) rows[run["id"].get<std::string>()] = run;
+  return rows;
+}
+
+std::map<std::string, std::string> report_statuses(const fs::path& study_dir, const fs::path& out) {
   std::map<std::string, std::string> status;
-  for (const nlohmann::json& run : data.at("runs"))
-    status[run["id"].get<std::string>()] = run["status"].get<std::string>();
+  for (const auto& [id, row] : report_rows(study_dir, out))
+    status[id] = row["status"].get<std::string>();
   return status;
 }
 
@@ -260,6 +269,17 @@ TEST_CASE("poslab run trains parents before children, resumes, and summarizes th
     std::ostringstream listed;
     REQUIRE(poslab::run_study(dry, listed) == 0);
     CHECK_THAT(listed.str(), Contains("4 done, 0 pending"));
+  }
+  SECTION("the report's difference from the base names the parent as config.toml does") {
+    // Issue 33: the column showed train.init_from="runs/short__train.seed-1" where the run's
+    // config.toml holds the parent's directory under the results directory.
+    const std::map<std::string, nlohmann::json> rows =
+        report_rows(study.layout.root, scratch.path / "report");
+    const std::string made = read_file(study.run_dir(3) / "config.toml");
+    const std::string expected =
+        "train.init_from=" + poslab::toml_string(study.run_dir(1).string());
+    REQUIRE_THAT(made, Contains("init_from = " + poslab::toml_string(study.run_dir(1).string())));
+    CHECK_THAT(rows.at("long,train.seed=2")["diff"].dump(), Contains(nlohmann::json(expected).dump()));
   }
   SECTION("a parent trained again since makes its finished children stale") {
     // Seed 1's parent now holds another checkpoint (one parameter of seed 2's parent).

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
+#include "config/toml_text.hpp"
 #include "core/site_directory.hpp"
 #include "study/runner.hpp"
 #include "study/study.hpp"
@@ -61,12 +62,19 @@ nlohmann::json planned_runs(const fs::path& root, std::ostream& out) {
   const StudyLayout layout{root};
   const std::vector<RunState> states = study_status(runs, layout);  // what --dry-run says
   nlohmann::json list = nlohmann::json::array();
-  for (std::size_t i = 0; i < runs.size(); ++i)
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    // A later stage's train.init_from as its config.toml holds it (the parent's directory, placed
+    // by study_status), not as the study file's expansion spells it ("runs/<parent>").
+    std::vector<std::string> overrides = runs[i].overrides;
+    for (std::string& o : overrides)
+      if (o.rfind("train.init_from=", 0) == 0)
+        o = "train.init_from=" + toml_string(runs[i].config.train.init_from);
     list.push_back({{"id", runs[i].id},
                     {"dir_name", runs[i].dir_name},
-                    {"overrides", runs[i].overrides},
+                    {"overrides", overrides},
                     {"variant", runs[i].variant},
                     {"status", to_string(states[i].status)}});
+  }
   return list;
 }
 
