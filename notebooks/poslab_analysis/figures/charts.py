@@ -46,24 +46,19 @@ def colour_scale(series_names):
 
 def mean_rows(frame, x, y, series, extra=None):
     """Mean and 95% t interval of y at each x, per series, over the gated runs (set "gated") and
-    over every run (set "all"): the rows of one panel's data."""
+    over every run (set "all"): the rows of one panel's data (the points are
+    poslab_stats.mean_points, as in the PNG's plots.mean_band)."""
     rows = []
     for subset, part in (("gated", plots.gated(frame)), ("all", frame)):
         for name in ordered(part[series]) if series in part else [None]:
             curve = part if name is None else part[part[series] == name]
-            for value, group in curve.groupby(x):
-                mean, low, high, n = poslab_stats.t_interval(group[y])
+            for point in poslab_stats.mean_points(curve, x, y).itertuples(index=False):
+                value, mean, low, high, n = point
                 if n == 0:
                     continue
-                if y in ("accuracy", "exact_match"):  # as in plots.mean_band
-                    low, high = (max(low, 0), min(high, 1)) if n > 1 else (low, high)
-                elif y == "loss" and n > 1:
-                    low = max(low, 0)
                 row = {"set": subset, "series": poslab_style.label(name) if name is not None
                        else "", "x": finite(value), "mean": finite(mean), "low": finite(low),
                        "high": finite(high), "n": int(n)}
-                if row["low"] is None:  # one seed: the band is the point itself
-                    row["low"] = row["high"] = row["mean"]
                 rows.append({**row, **(extra or {})})
     return rows
 

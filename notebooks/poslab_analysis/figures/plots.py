@@ -38,15 +38,11 @@ def gated(frame):
 
 
 def mean_band(ax, frame, x, y, label, **style):
-    """Mean of y over seeds at each x, with its 95% t interval as a band (gated runs only)."""
-    frame = gated(frame)
-    stats = []
-    for value, group in frame.groupby(x):
-        mean, low, high, n = poslab_stats.t_interval(group[y])
-        stats.append((value, mean, low, high, n))
-    if not stats:
+    """Mean of y over seeds at each x, with its 95% t interval as a band (gated runs only;
+    the points are poslab_stats.mean_points, as in the report's charts)."""
+    stats = poslab_stats.mean_points(gated(frame), x, y)
+    if not len(stats):
         return None
-    stats = pd.DataFrame(stats, columns=[x, "mean", "low", "high", "n"]).sort_values(x)
     name = str(label)
     style.setdefault("color", poslab_style.colour(name))
     from_cycle = style["color"] is None  # no encoding colour: matplotlib's next one
@@ -57,12 +53,8 @@ def mean_band(ax, frame, x, y, label, **style):
         distinct_colour(ax, line)
     line.poslab_n = (int(stats["n"].min()), int(stats["n"].max()))  # seeds: the legend says n
     if (stats["n"] > 1).any():
-        low, high = stats["low"].fillna(stats["mean"]), stats["high"].fillna(stats["mean"])
-        if y in ("accuracy", "exact_match"):  # a t interval can leave [0, 1]; the score cannot
-            low, high = low.clip(0, 1), high.clip(0, 1)
-        elif y == "loss":  # nor can a loss go below 0
-            low = low.clip(lower=0)
-        ax.fill_between(stats[x], low, high, alpha=0.12, lw=0, color=line.get_color())
+        ax.fill_between(stats[x], stats["low"], stats["high"], alpha=0.12, lw=0,
+                        color=line.get_color())
     return line
 
 

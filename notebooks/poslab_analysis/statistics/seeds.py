@@ -92,6 +92,30 @@ def t_interval(values):
     return mean, mean - half, mean + half, n
 
 
+# Metrics that live in [0, 1] (a t interval can leave it; the score cannot), and the loss (>= 0).
+BOUNDED_METRICS = ("accuracy", "exact_match")
+
+
+def mean_points(frame, x, y):
+    """One curve's points, as both figure backends draw them (figures/plots.py's band,
+    figures/charts.py's rows): a DataFrame [x, mean, low, high, n], one row per value of x in
+    increasing order, with the mean of y over the rows (seeds) at that x and its 95% t interval
+    (t_interval). A point of one seed has its band at the point (low = high = mean); a point of
+    none has n = 0 and NaN. The band is clipped to what y can be: [0, 1] for a score, >= 0 for a
+    loss."""
+    points = []
+    for value, group in frame.groupby(x):
+        mean, low, high, n = t_interval(group[y])
+        if n == 1:
+            low = high = mean
+        if n > 1 and y in BOUNDED_METRICS:
+            low, high = max(low, 0.0), min(high, 1.0)
+        elif n > 1 and y == "loss":
+            low = max(low, 0.0)
+        points.append((value, mean, low, high, n))
+    return pd.DataFrame(points, columns=[x, "mean", "low", "high", "n"]).sort_values(x)
+
+
 def condition_columns(summary):
     """The columns that name a condition: the study's axes and variant, except the seed."""
     return [c for c in summary.columns if c not in MEASUREMENTS and c not in SETTING_COLUMNS]
