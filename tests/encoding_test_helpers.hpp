@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -47,6 +48,31 @@ inline double max_abs_diff(const double* a, const double* b, std::size_t n) {
 inline double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
   REQUIRE(a.size() == b.size());
   return max_abs_diff(a.data(), b.data(), a.size());
+}
+
+// Random q [B, L, H, d_h] and k [B, K, H, d_h] (drawn from `seed`, q first), and the check that
+// a q/k hook's backward is the transpose of its forward's Jacobian: with q', k' the hook's output
+// and Rq, Rk random, loss = <Rq, q'> + <Rk, k'> has dLoss/dq = qk_backward(Rq), checked by finite
+// differences (and the same for k). Returns q and k, for a test's further checks on them.
+template <class EncodingPtr>
+std::pair<std::vector<double>, std::vector<double>> require_qk_hook_transpose(
+    const EncodingPtr& enc, const AttentionGeometry& g, std::uint64_t seed) {
+  Rng rng(seed);
+  const std::size_t row = std::size_t(g.n_heads) * g.d_head;
+  auto q = random_vector(std::size_t(g.batch) * g.q_len * row, rng);
+  auto k = random_vector(std::size_t(g.batch) * g.k_len * row, rng);
+  const auto Rq = random_vector(q.size(), rng), Rk = random_vector(k.size(), rng);
+  auto loss = [&] {
+    auto qr = q, kr = k;
+    enc->qk_forward(0, g, qr.data(), kr.data());
+    return dot(Rq, qr) + dot(Rk, kr);
+  };
+  auto dq = Rq, dk = Rk;  // dLoss/dq' = Rq, mapped in place to dLoss/dq
+  loss();
+  enc->qk_backward(0, g, dq.data(), dk.data());
+  require_gradient("q", q.data(), dq.data(), q.size(), loss);
+  require_gradient("k", k.data(), dk.data(), k.size(), loss);
+  return {q, k};
 }
 
 // Zeroes the masked cells of a [B, H, L, K] tensor (probs and dscores are 0 there).

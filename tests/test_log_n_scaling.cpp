@@ -4,8 +4,8 @@
 //      n = 256 = Qwen at t + 1 = 256 = LongRoPE's su at s = 4), and clipping below L;
 //   2. in an attention layer, for encodings of every hook kind (none, alibi's bias, rope's
 //      rotation, shaw's query term) and with memory and same_length: the probabilities with log-n
-//      are softmax(f(n_i) S_i), S_i recovered from the unscaled probabilities (log P_i = S_i - c_i),
-//      with n_i = the keys query i sees, counted here by hand (i + M + 1, or the window);
+//      are softmax(f(n_i) S_i), S_i recovered from the unscaled probabilities (log P_i = S_i -
+//      c_i), with n_i = the keys query i sees, counted here by hand (i + M + 1, or the window);
 //   3. mode `eval` scales evaluation-only passes and leaves training passes as `off`;
 //   4. bad options are a config error naming the key, with file and line.
 // The gradient (every encoding, with memory) is the conformance kit's: its edge sets turn log_n on.
@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config/load.hpp"
+#include "config_test_helpers.hpp"
 #include "encoding_test_helpers.hpp"
 #include "encodings/log_n_scaling.hpp"
 #include "nn/attention.hpp"
@@ -68,8 +69,7 @@ std::unique_ptr<Layer> make_layer(const std::string& name, const std::string& mo
 
 }  // namespace
 
-TEST_CASE("log-n in attention: P_i = softmax(f(n_i) S_i), n_i = the keys query i sees",
-          "[log_n]") {
+TEST_CASE("log-n in attention: P_i = softmax(f(n_i) S_i), n_i = the keys query i sees", "[log_n]") {
   const int B = 2, L = 6, H = 2, dh = 4, d = H * dh;
   const std::string name = GENERATE("none", "alibi", "rope", "shaw");
   for (const auto& [M, window] : std::vector<std::pair<int, int>>{{0, 0}, {3, 0}, {3, 6}}) {
@@ -140,22 +140,15 @@ TEST_CASE("log-n = eval: evaluation passes scaled as `always`, training passes a
 
 TEST_CASE("log-n options: a bad combination is a config error naming the key, file and line",
           "[log_n][config]") {
-  auto error_of = [](const std::string& toml) {
-    try {
-      config_from_string(toml, "t.toml", registered_choices());
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  CHECK_THAT(error_of("[encoding]\ntype = \"alibi\"\nlog_n = \"always\"\n"),
+  CHECK_THAT(config_error("[encoding]\ntype = \"alibi\"\nlog_n = \"always\"\n"),
              Contains("t.toml:3: encoding.log_n_len must be >= 2") &&
                  Contains("with encoding.log_n = always, got 0"));
-  CHECK_THAT(error_of("[encoding]\ntype = \"rope\"\nlog_n = \"eval\"\nlog_n_len = 1\n"),
+  CHECK_THAT(config_error("[encoding]\ntype = \"rope\"\nlog_n = \"eval\"\nlog_n_len = 1\n"),
              Contains("t.toml:4: encoding.log_n_len must be >= 2"));
-  CHECK_THAT(error_of("[encoding]\ntype = \"shaw\"\n\nlog_n_len = 64\n"),
+  CHECK_THAT(config_error("[encoding]\ntype = \"shaw\"\n\nlog_n_len = 64\n"),
              Contains("t.toml:4: encoding.log_n_len (64) has no effect with encoding.log_n = off"));
-  CHECK_THAT(error_of("[encoding]\ntype = \"rope\"\nlog_n = \"qwen\"\n"),
+  CHECK_THAT(config_error("[encoding]\ntype = \"rope\"\nlog_n = \"qwen\"\n"),
              Contains("t.toml:3: encoding.log_n must be one of"));
-  CHECK(error_of("[encoding]\ntype = \"fire\"\nlog_n = \"eval\"\nlog_n_len = 64\n") == "no error");
+  CHECK(config_error("[encoding]\ntype = \"fire\"\nlog_n = \"eval\"\nlog_n_len = 64\n") ==
+        "no error");
 }

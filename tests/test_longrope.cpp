@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "config/load.hpp"
+#include "config_test_helpers.hpp"
 #include "encoding_test_helpers.hpp"
 #include "encodings/registry.hpp"
 #include "gradcheck.hpp"
@@ -72,8 +73,8 @@ TEST_CASE("longrope: --describe against REFERENCE.md, with HF's strict '>' switc
   std::vector<double> long48(48);
   for (int i = 0; i < 48; ++i) long48[i] = 1 + 0.5 * i;
   const std::vector<Setting> settings = {
-      {16, 1, 10000, 4, 64, 64, short8, long8, "switch", 0, false},  // K = L: still short
-      {16, 1, 10000, 4, 64, 65, short8, long8, "switch", 0, true},   // K = L + 1: long
+      {16, 1, 10000, 4, 64, 64, short8, long8, "switch", 0, false},   // K = L: still short
+      {16, 1, 10000, 4, 64, 65, short8, long8, "switch", 0, true},    // K = L + 1: long
       {16, 1, 10000, 4, 64, 1000, short8, long8, "short", 0, false},  // fixed short
       {16, 1, 10000, 4, 64, 10, short8, long8, "long", 0, true},      // fixed long
       {16, 0.5, 500, 2, 32, 40, {1, 1.5, 2, 2}, {1.25, 1.5, 3, 8}, "switch", 1.3, true},
@@ -86,8 +87,9 @@ TEST_CASE("longrope: --describe against REFERENCE.md, with HF's strict '>' switc
     a << "--set model.d_model=" << 2 * c.d_head << " --set model.n_heads=2"
       << " --set encoding.scaling=longrope --set encoding.fraction=" << c.fraction
       << " --set encoding.base=" << c.base << " --set encoding.factor=" << c.s
-      << " --set encoding.original_len=" << c.L << " --set encoding.short_factor="
-      << join(c.short_factor) << " --set encoding.long_factor=" << join(c.long_factor)
+      << " --set encoding.original_len=" << c.L
+      << " --set encoding.short_factor=" << join(c.short_factor)
+      << " --set encoding.long_factor=" << join(c.long_factor)
       << " --set encoding.longrope_factors=" << c.which << " --length " << c.K;
     if (c.attention > 0) a << " --set encoding.attention_factor=" << c.attention;
     DYNAMIC_SECTION(a.str()) {
@@ -97,8 +99,9 @@ TEST_CASE("longrope: --describe against REFERENCE.md, with HF's strict '>' switc
       std::istringstream out(r.out);
       std::string line;
       REQUIRE(std::getline(out, line));
-      REQUIRE(line == "pair,dims,theta,theta_scaled,wavelength,rotations_L,interpolation,"
-                      "attention_factor,short_factor,long_factor");
+      REQUIRE(line ==
+              "pair,dims,theta,theta_scaled,wavelength,rotations_L,interpolation,"
+              "attention_factor,short_factor,long_factor");
       const int d = 2 * int(std::lround(c.fraction * c.d_head / 2.0));  // d_rot
       // a = the option if given; else sqrt(1 + ln s / ln L) for s > 1; else 1.
       const double att = c.attention > 0 ? c.attention
@@ -128,7 +131,8 @@ TEST_CASE("longrope: --describe against REFERENCE.md, with HF's strict '>' switc
   const std::string base =
       "encodings --describe rope --set model.d_model=32 --set model.n_heads=2 "
       "--set encoding.scaling=longrope --set encoding.factor=4 --set encoding.original_len=64 "
-      "--set encoding.short_factor=" + join(short8) + " --set encoding.long_factor=" + join(long8);
+      "--set encoding.short_factor=" +
+      join(short8) + " --set encoding.long_factor=" + join(long8);
   CHECK_THAT(run_poslab(base + " --length 64").out, Contains("factors short (K <= L)"));
   CHECK_THAT(run_poslab(base + " --length 65").out, Contains("factors long (K > L)"));
   CHECK_THAT(run_poslab(base + " --set encoding.start_tokens=4 --length 65").out,
@@ -177,8 +181,8 @@ TEST_CASE("longrope: q'_p = a R(p theta') q, start tokens turn by theta with amp
         for (int p = 0; p < 3; ++p) {
           CAPTURE(n_hat, K, j, p);
           const bool start = kp[j] >= 0 && kp[j] < n_hat;
-          const double theta = start ? std::pow(b, -2.0 * p / dh)
-                                     : 1.0 / (lambda[p] * std::pow(b, 2.0 * p / dh));
+          const double theta =
+              start ? std::pow(b, -2.0 * p / dh) : 1.0 / (lambda[p] * std::pow(b, 2.0 * p / dh));
           const double amp = start ? 1.0 : a;
           CHECK(std::abs(k[j * dh + 2 * p] - amp * std::cos(double(kp[j]) * theta)) < 1e-14);
           CHECK(std::abs(k[j * dh + 2 * p + 1] - amp * std::sin(double(kp[j]) * theta)) < 1e-14);
@@ -201,19 +205,7 @@ TEST_CASE("longrope: backward is the transpose of the forward, start tokens incl
                                               {"long_factor", std::string("2,7")},
                                               {"longrope_factors", which},
                                               {"start_tokens", std::int64_t(2)}});
-    Rng rng(3);
-    auto q = random_vector(B * L * H * dh, rng), k = random_vector(B * K * H * dh, rng);
-    const auto Rq = random_vector(q.size(), rng), Rk = random_vector(k.size(), rng);
-    auto loss = [&] {
-      auto qr = q, kr = k;
-      enc->qk_forward(0, g, qr.data(), kr.data());
-      return dot(Rq, qr) + dot(Rk, kr);
-    };
-    auto dq = Rq, dk = Rk;
-    loss();
-    enc->qk_backward(0, g, dq.data(), dk.data());
-    require_gradient("q", q.data(), dq.data(), q.size(), loss);
-    require_gradient("k", k.data(), dk.data(), k.size(), loss);
+    require_qk_hook_transpose(enc, g, 3);
   }
 }
 
@@ -224,41 +216,35 @@ TEST_CASE("longrope: bad factor lists are a config error naming the key, file an
       "[model]\nd_model = 32\nn_heads = 2\n[encoding]\ntype = \"rope\"\nscaling = \"longrope\"\n"
       "factor = 4.0\noriginal_len = 64\n";
   const std::string good = "\"1, 1, 1.1, 1.2, 1.5, 2, 3, 4\"";
-  auto error_of = [](const std::string& toml) {
-    try {
-      config_from_string(toml, "t.toml", registered_choices());
-    } catch (const std::exception& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  CHECK(error_of(head + "short_factor = " + good + "\nlong_factor = " + good + "\n") ==
+  CHECK(config_error(head + "short_factor = " + good + "\nlong_factor = " + good + "\n") ==
         "no error");
-  CHECK_THAT(error_of(head + "short_factor = " + good + "\nlong_factor = \"1, 2, 3, 4, 5, 6\"\n"),
-             Contains("t.toml:10: encoding.long_factor has 6 factors; it needs one per rotated "
-                      "pair, d_rot / 2 = 8"));
-  CHECK_THAT(error_of(head + "short_factor = \"1, 1, 1.5, 1.2, 2, 3, 4, 5\"\nlong_factor = " +
-                      good + "\n"),
+  CHECK_THAT(
+      config_error(head + "short_factor = " + good + "\nlong_factor = \"1, 2, 3, 4, 5, 6\"\n"),
+      Contains("t.toml:10: encoding.long_factor has 6 factors; it needs one per rotated "
+               "pair, d_rot / 2 = 8"));
+  CHECK_THAT(config_error(head + "short_factor = \"1, 1, 1.5, 1.2, 2, 3, 4, 5\"\nlong_factor = " +
+                          good + "\n"),
              Contains("t.toml:9: encoding.short_factor must not decrease") &&
                  Contains("entry 3 (1.2) < entry 2 (1.5)"));
-  CHECK_THAT(error_of(head + "short_factor = " + good +
-                      "\nlong_factor = \"1, 0.9, 1, 1, 1, 1, 1, 1\"\n"),
+  CHECK_THAT(config_error(head + "short_factor = " + good +
+                          "\nlong_factor = \"1, 0.9, 1, 1, 1, 1, 1, 1\"\n"),
              Contains("t.toml:10: encoding.long_factor: entry 1 is 0.9; LongRoPE's factors are "
                       "finite and >= 1"));
-  CHECK_THAT(error_of(head + "short_factor = \"1, 1, x, 1, 1, 1, 1, 1\"\nlong_factor = " + good +
-                      "\n"),
+  CHECK_THAT(config_error(
+                 head + "short_factor = \"1, 1, x, 1, 1, 1, 1, 1\"\nlong_factor = " + good + "\n"),
              Contains("t.toml:9: encoding.short_factor: entry 2 ('x') is not a number"));
-  CHECK_THAT(error_of(head + "long_factor = " + good + "\n"),
+  CHECK_THAT(config_error(head + "long_factor = " + good + "\n"),
              Contains("encoding.short_factor must be set with encoding.scaling = longrope"));
-  CHECK_THAT(error_of("[encoding]\ntype = \"rope\"\nscaling = \"yarn\"\nfactor = 4.0\n"
-                      "original_len = 64\nlong_factor = " + good + "\n"),
+  CHECK_THAT(config_error("[encoding]\ntype = \"rope\"\nscaling = \"yarn\"\nfactor = 4.0\n"
+                          "original_len = 64\nlong_factor = " +
+                          good + "\n"),
              Contains("t.toml:6: encoding.long_factor is an option of longrope; it has no effect "
                       "with encoding.scaling = yarn"));
-  CHECK_THAT(error_of("[encoding]\ntype = \"rope\"\nscaling = \"longrope\"\nshort_factor = " +
-                      good + "\nlong_factor = " + good + "\n"),
+  CHECK_THAT(config_error("[encoding]\ntype = \"rope\"\nscaling = \"longrope\"\nshort_factor = " +
+                          good + "\nlong_factor = " + good + "\n"),
              Contains("encoding.original_len must be set"));
-  CHECK_THAT(error_of(head + "short_factor = " + good + "\nlong_factor = " + good +
-                      "\nlongrope_factors = \"auto\"\n"),
+  CHECK_THAT(config_error(head + "short_factor = " + good + "\nlong_factor = " + good +
+                          "\nlongrope_factors = \"auto\"\n"),
              Contains("t.toml:11: encoding.longrope_factors must be one of"));
   // The same checks on the command line, before anything runs.
   const Outcome r = run_poslab(

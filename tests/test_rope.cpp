@@ -173,19 +173,7 @@ TEST_CASE("rope: backward is the inverse rotation (finite differences of q and k
   for (double fraction : {1.0, 0.5}) {
     CAPTURE(fraction);
     auto enc = make_rope({H * dh, H, dh, 1}, 10000, fraction);
-    Rng rng(3);
-    auto q = random_vector(B * L * H * dh, rng), k = random_vector(B * K * H * dh, rng);
-    const auto Rq = random_vector(q.size(), rng), Rk = random_vector(k.size(), rng);
-    auto loss = [&] {
-      auto qr = q, kr = k;
-      enc->qk_forward(0, g, qr.data(), kr.data());
-      return dot(Rq, qr) + dot(Rk, kr);
-    };
-    auto dq = Rq, dk = Rk;  // dLoss/dq' = Rq, mapped in place to dLoss/dq
-    loss();
-    enc->qk_backward(0, g, dq.data(), dk.data());
-    require_gradient("q", q.data(), dq.data(), q.size(), loss);
-    require_gradient("k", k.data(), dk.data(), k.size(), loss);
+    const auto [q, k] = require_qk_hook_transpose(enc, g, 3);
     // Forward then backward on the same vector gives it back (rotations are orthogonal).
     auto x = q, y = k;
     enc->qk_forward(0, g, x.data(), y.data());

@@ -367,19 +367,7 @@ TEST_CASE("rope with scaling: backward is the transpose of a R (finite differenc
   for (std::size_t n = 0; n < sets.size(); ++n) {
     CAPTURE(n);
     auto enc = make_rope({H * dh, H, dh, 1}, sets[n]);
-    Rng rng(3);
-    auto q = random_vector(B * L * H * dh, rng), k = random_vector(B * K * H * dh, rng);
-    const auto Rq = random_vector(q.size(), rng), Rk = random_vector(k.size(), rng);
-    auto loss = [&] {
-      auto qr = q, kr = k;
-      enc->qk_forward(0, g, qr.data(), kr.data());
-      return dot(Rq, qr) + dot(Rk, kr);
-    };
-    auto dq = Rq, dk = Rk;
-    loss();
-    enc->qk_backward(0, g, dq.data(), dk.data());
-    require_gradient("q", q.data(), dq.data(), q.size(), loss);
-    require_gradient("k", k.data(), dk.data(), k.size(), loss);
+    require_qk_hook_transpose(enc, g, 3);
   }
 }
 

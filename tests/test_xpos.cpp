@@ -150,18 +150,6 @@ TEST_CASE("xpos: backward is the transpose of the forward Jacobian (finite diffe
   for (double scale_base : {512.0, 3.0}) {
     CAPTURE(scale_base);
     auto enc = make_xpos({H * dh, H, dh, 1}, {{"scale_base", scale_base}});
-    Rng rng(6);
-    auto q = random_vector(B * L * H * dh, rng), k = random_vector(B * K * H * dh, rng);
-    const auto Rq = random_vector(q.size(), rng), Rk = random_vector(k.size(), rng);
-    auto loss = [&] {
-      auto qr = q, kr = k;
-      enc->qk_forward(0, g, qr.data(), kr.data());
-      return dot(Rq, qr) + dot(Rk, kr);
-    };
-    auto dq = Rq, dk = Rk;
-    loss();
-    enc->qk_backward(0, g, dq.data(), dk.data());
-    require_gradient("q", q.data(), dq.data(), q.size(), loss);
-    require_gradient("k", k.data(), dk.data(), k.size(), loss);
+    require_qk_hook_transpose(enc, g, 6);
   }
 }
