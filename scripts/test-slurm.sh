@@ -601,6 +601,35 @@ scenario_cancel_reexport_resubmit() {
     "equals a local run's, every run trained to the end once"
 }
 
+# The study file of scenarios 3 and 5: a tiny model trained at segment 8 for STEPS steps
+# (variant "short"), then fine-tuned at 16 (variant "long", from = "short", with LONG_SET).
+# usage: two_stage_study NAME STEPS MORE_BASE_AND_SWEEP LONG_SET
+two_stage_study() {
+  cat <<STUDY
+[study]
+name = "$1"
+[base.model]
+d_model = 16
+n_layers = 1
+n_heads = 2
+d_inner = 32
+[base.train]
+seq_len = 8
+batch_size = 4
+steps = $2
+threads = 1
+[base.eval]
+batches = 2
+$3
+[[variant]]
+name = "short"
+[[variant]]
+name = "long"
+from = "short"
+set = { $4 }
+STUDY
+}
+
 # Scenario 3, a study in two stages: a parent variant trained at segment 8 and a child variant
 # that fine-tunes it at 16 (`from`), two seeds. The export writes one job array per stage and a
 # submit.sh that submits the second with --dependency=afterok on the first. Submitted as is,
@@ -611,32 +640,10 @@ scenario_two_stages() {
   local results="$WORK/results-3" local_results="$WORK/results-3-local" study="$WORK/stages.toml"
   local submit_script jobs=() job reason dependency
   log "scenario 3: a two-stage study, the second stage submitted with --dependency=afterok"
-  cat >"$study" <<'STUDY'
-[study]
-name = "stages"
-[base.model]
-d_model = 16
-n_layers = 1
-n_heads = 2
-d_inner = 32
-[base.train]
-seq_len = 8
-batch_size = 4
-steps = 1500
-threads = 1
-[base.eval]
-batches = 2
-[base.encoding]
+  two_stage_study stages 1500 '[base.encoding]
 type = "rope"
 [sweep]
-"train.seed" = [31, 32]
-[[variant]]
-name = "short"
-[[variant]]
-name = "long"
-from = "short"
-set = { "train.seq_len" = 16, "train.steps" = 300, "train.lr" = 3e-4, "train.warmup_steps" = 0 }
-STUDY
+"train.seed" = [31, 32]' '"train.seq_len" = 16, "train.steps" = 300, "train.lr" = 3e-4, "train.warmup_steps" = 0' >"$study"
   "$POSLAB" run "$study" --export slurm --out "$results" >"$WORK/export-3.txt" 2>&1 ||
     { cat "$WORK/export-3.txt"; echo "FAIL: the export failed"; return 1; }
   cat "$WORK/export-3.txt"
@@ -797,30 +804,8 @@ scenario_racing_submissions() {
   local results="$WORK/results-5" study="$WORK/stages-racing.toml" submit_scripts=() jobs=()
   local script job states bad log trained
   log "scenario 5: two submissions of one two-stage study racing; no stage 2 may be cancelled"
-  cat >"$study" <<'STUDY'
-[study]
-name = "racing"
-[base.model]
-d_model = 16
-n_layers = 1
-n_heads = 2
-d_inner = 32
-[base.train]
-seq_len = 8
-batch_size = 4
-steps = 3000
-threads = 1
-[base.eval]
-batches = 2
-[sweep]
-"train.seed" = [51]
-[[variant]]
-name = "short"
-[[variant]]
-name = "long"
-from = "short"
-set = { "train.seq_len" = 16, "train.steps" = 1500 }
-STUDY
+  two_stage_study racing 3000 '[sweep]
+"train.seed" = [51]' '"train.seq_len" = 16, "train.steps" = 1500' >"$study"
   for n in 1 2; do
     "$POSLAB" run "$study" --export slurm --out "$results" >"$WORK/export-5-$n.txt" 2>&1 ||
       { cat "$WORK/export-5-$n.txt"; echo "FAIL: export $n failed"; return 1; }
