@@ -15,6 +15,7 @@ import sys
 
 from poslab_analysis.figures.plots_backend import standard_figures
 from poslab_analysis.figures.plots_bench import eval_memory, reuse_speed, scaling
+from poslab_analysis.reading.study_files import StudyFileError, read_checked_summary
 from poslab_analysis.reading.study_files import load  # noqa: F401 (notebooks/tour.ipynb: pp.load)
 
 
@@ -35,10 +36,10 @@ def main(argv):
                 for path in eval_memory(study_dir):
                     print(path)
             continue
-        if not os.path.exists(os.path.join(study_dir, "summary.csv")):
-            print(f"poslab plot: error: {study_dir}/summary.csv not found "
-                  f"(run the study first: build/poslab run experiments/NAME.toml)",
-                  file=sys.stderr)
+        try:  # a summary.csv that is missing or unreadable: one line, no traceback
+            read_checked_summary(os.path.join(study_dir, "summary.csv"))
+        except StudyFileError as e:
+            print(f"poslab plot: error: {e}", file=sys.stderr)
             return 1
         for path in standard_figures(study_dir):
             print(path)

@@ -32,7 +32,6 @@ Python traceback instead.
 """
 import argparse
 import contextlib
-import csv
 import io
 import json
 import os
@@ -46,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import claims  # noqa: E402
 from poslab_analysis.figures import charts_backend  # noqa: E402
 from poslab_analysis.figures.charts import finite  # noqa: E402
+from poslab_analysis.reading.study_files import StudyFileError, read_checked_summary  # noqa: E402,E501
 from poslab_analysis.statistics import study_tables  # noqa: E402
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -60,46 +60,13 @@ def fail(message):
     raise ReportError(message)
 
 
-SUMMARY_COLUMNS = ("run", "kind")  # what every summary.csv `poslab run` writes holds
-SUMMARY_LIMIT = 1 << 30            # bytes; a summary of 100,000 runs is far below this
-
-
 def read_summary(path):
-    """summary.csv as a DataFrame, or a ReportError that says what is wrong with the file."""
-    if not os.path.exists(path):
-        fail(f"{path} not found (run the study first: build/poslab run experiments/NAME.toml)")
-    if not os.path.isfile(path):  # a directory, a device (/dev/zero), a pipe
-        fail(f"{path} is not a regular file")
-    if os.path.getsize(path) > SUMMARY_LIMIT:
-        fail(f"{path} holds {os.path.getsize(path)} bytes, more than a summary can "
-             f"({SUMMARY_LIMIT}); is it the study's summary.csv?")
-    with open(path, "rb") as f:
-        raw = f.read()
+    """summary.csv as a DataFrame, or a ReportError that says what is wrong with the file
+    (study_files.read_checked_summary)."""
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        fail(f"{path} is not UTF-8 text (byte {e.start}); `poslab run --summary-only` "
-             f"writes it again from the run directories")
-    if "\0" in text:
-        fail(f"{path} holds NUL bytes: not a CSV table")
-    if not text.strip():
-        fail(f"{path} is empty; `poslab run STUDY --summary-only` writes it again")
-    rows = csv.reader(io.StringIO(text))
-    width = len(next(rows))
-    for line, row in enumerate(rows, start=2):
-        if row and len(row) != width:  # pandas would take the extra fields as an index
-            fail(f"{path} is not a CSV table poslab wrote: line {line} has {len(row)} fields, "
-                 f"the header {width}")
-    try:
-        summary = pd.read_csv(io.StringIO(text))
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
-        fail(f"{path} is not a CSV table poslab wrote: {str(e).strip().splitlines()[-1]}")
-    missing = [c for c in SUMMARY_COLUMNS if c not in summary.columns]
-    if missing:
-        fail(f"{path} has no column {', '.join(repr(c) for c in missing)} (its columns: "
-             f"{', '.join(map(str, summary.columns[:6]))}{', ...' if len(summary.columns) > 6 else ''})"
-             f"; is it the summary.csv of a poslab study?")
-    return summary
+        return read_checked_summary(path)
+    except StudyFileError as e:
+        fail(str(e))
 
 
 def read_text(path):

@@ -36,8 +36,8 @@ expect_error() {
   local problem=""
   if [ "$code" -ne 1 ] && [ "$code" -ne 2 ]; then problem="exit code $code (1 or 2 expected)"
   elif [ "$code" -eq 1 ] && [ "$lines" -ne 1 ]; then problem="stderr has $lines lines, not 1"
-  elif ! head -n 1 .capture/err | grep -q '^poslab\( report\)\?: \(usage \)\?error: '; then
-    problem="stderr does not start with 'poslab: error:' (or 'poslab report: error:')"
+  elif ! head -n 1 .capture/err | grep -q '^poslab\( report\| plot\)\?: \(usage \)\?error: '; then
+    problem="stderr does not start with 'poslab: error:' (or 'poslab report: error:', 'poslab plot: error:')"
   elif ! grep -qF -- "$expected" .capture/err; then problem="stderr lacks '$expected'"
   elif [ "${ALLOW_WRITES:-0}" != 1 ] && [ "$before" != "$after" ]; then
     problem="files changed: $(diff <(echo "$before") <(echo "$after") | grep '^[<>]' | head -3 | tr '\n' ' ')"
@@ -231,6 +231,11 @@ expect_error report_summary_latin1 "bad_latin1/summary.csv is not UTF-8 text (by
 expect_error report_summary_no_kind "bad_nokind/summary.csv has no column 'kind'" "$POSLAB" report bad_nokind
 expect_error report_summary_ragged "bad_ragged/summary.csv is not a CSV table poslab wrote: line 2 has 5 fields, the header 3" "$POSLAB" report bad_ragged
 expect_error report_summary_dev_zero "bad_zero/summary.csv is not a regular file" "$POSLAB" report bad_zero
+# poslab plot reads summary.csv with the same checks (it printed a pandas traceback).
+expect_error plot_summary_empty "bad_empty/summary.csv is empty" "$POSLAB" plot bad_empty
+expect_error plot_summary_binary "bad_binary/summary.csv holds NUL bytes" "$POSLAB" plot bad_binary
+expect_error plot_summary_ragged "bad_ragged/summary.csv is not a CSV table poslab wrote: line 2 has 5 fields, the header 3" "$POSLAB" plot bad_ragged
+expect_error plot_summary_no_kind "bad_nokind/summary.csv has no column 'kind'" "$POSLAB" plot bad_nokind
 
 # --- A run another process is training: waited for, then its outcome (issue 32) -------------
 # This shell holds the directory's lock, as a running `poslab train` would, and lets it go

@@ -4,12 +4,63 @@ bootstrap intervals (bootstrap.csv, notebooks/bootstrap.py), the variants of stu
 the studies beside it
 (results/state_reuse -> results/state_reuse_conditions; a smoke directory's siblings are smoke
 directories too)."""
+import csv
 import glob
+import io
 import os
 import re
 import tomllib
 
 import pandas as pd
+
+
+class StudyFileError(ValueError):
+    """A study's file that poslab cannot read, said in one line (the file and the problem)."""
+
+
+SUMMARY_COLUMNS = ("run", "kind")  # what every summary.csv `poslab run` writes holds
+SUMMARY_LIMIT = 1 << 30            # bytes; a summary of 100,000 runs is far below this
+
+
+def read_checked_summary(path):
+    """The summary.csv at `path` as a DataFrame, or a StudyFileError that says in one line what is
+    wrong with the file (missing, not a regular file, too large, not UTF-8, NUL bytes, empty,
+    ragged rows, no run or kind column): what `poslab report` and `poslab plot` say instead of a
+    traceback."""
+    if not os.path.exists(path):
+        raise StudyFileError(f"{path} not found (run the study first: build/poslab run experiments/NAME.toml)")
+    if not os.path.isfile(path):  # a directory, a device (/dev/zero), a pipe
+        raise StudyFileError(f"{path} is not a regular file")
+    if os.path.getsize(path) > SUMMARY_LIMIT:
+        raise StudyFileError(f"{path} holds {os.path.getsize(path)} bytes, more than a summary can "
+             f"({SUMMARY_LIMIT}); is it the study's summary.csv?")
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise StudyFileError(f"{path} is not UTF-8 text (byte {e.start}); `poslab run --summary-only` "
+             f"writes it again from the run directories")
+    if "\0" in text:
+        raise StudyFileError(f"{path} holds NUL bytes: not a CSV table")
+    if not text.strip():
+        raise StudyFileError(f"{path} is empty; `poslab run STUDY --summary-only` writes it again")
+    rows = csv.reader(io.StringIO(text))
+    width = len(next(rows))
+    for line, row in enumerate(rows, start=2):
+        if row and len(row) != width:  # pandas would take the extra fields as an index
+            raise StudyFileError(f"{path} is not a CSV table poslab wrote: line {line} has {len(row)} fields, "
+                 f"the header {width}")
+    try:
+        summary = pd.read_csv(io.StringIO(text))
+    except (pd.errors.ParserError, pd.errors.EmptyDataError) as e:
+        raise StudyFileError(f"{path} is not a CSV table poslab wrote: {str(e).strip().splitlines()[-1]}")
+    missing = [c for c in SUMMARY_COLUMNS if c not in summary.columns]
+    if missing:
+        raise StudyFileError(f"{path} has no column {', '.join(repr(c) for c in missing)} (its columns: "
+             f"{', '.join(map(str, summary.columns[:6]))}{', ...' if len(summary.columns) > 6 else ''})"
+             f"; is it the summary.csv of a poslab study?")
+    return summary
 
 
 def read_summary(study_dir):
