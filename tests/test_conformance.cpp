@@ -44,6 +44,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <numeric>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -317,6 +318,78 @@ TEST_CASE("conformance: gradient of every parameter, with memory", "[conformance
       std::vector<double> analytic(a.grads(), a.grads() + a.count());
       require_gradient(c.label + ": every parameter", a.values(), analytic.data(), a.count(),
                        loss, 1e-6, [&](std::size_t i) { return locate(a, i); });
+    }
+  }
+}
+
+// PoSE (data/pose_sampling.hpp) hands the model position ids that skip: two chunks, the second
+// moved ahead. Every encoding's backward must follow positions it is given, not 0..L-1: the
+// defaults of each encoding, no memory (PoSE has none), chunk 1 = ids 0, 1 and chunk 2 =
+// ids 9 .. 12 (a skip of u2 = 7; the largest id stays below the kit's learned table of 32).
+const std::vector<std::int64_t> kSkippingIds = {0, 1, 9, 10, 11, 12};
+
+TEST_CASE("conformance: gradient of every parameter, with PoSE's skipping positions",
+          "[conformance][grad][pose]") {
+  const auto c = GENERATE(from_range(kit_cases()));
+  // Every encoding's defaults, and every option set of rope (PoSE is used with its scalings);
+  // the other sets run the memory gradient check above.
+  if (c.label != c.encoding && c.encoding != "rope") return;
+  DYNAMIC_SECTION("encoding " << c.label << "; positions 0 1 9 10 11 12") {
+    auto model = make_model(kit_encoding(c), MemoryConfig{});
+    const int B = 2, L = int(kSkippingIds.size());
+    auto tok = random_tokens(B * L, 21), tgt = random_tokens(B * L, 22);
+    auto loss = [&] {
+      return model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, false, kSkippingIds.data());
+    };
+    model->arena().zero_grads();
+    loss();
+    model->backward();
+    auto& a = model->arena();
+    std::vector<double> analytic(a.grads(), a.grads() + a.count());
+    require_gradient(c.label + ": every parameter, skipping positions", a.values(),
+                     analytic.data(), a.count(), loss, 1e-6,
+                     [&](std::size_t i) { return locate(a, i); });
+  }
+}
+
+TEST_CASE("conformance: PoSE's skipping positions move a relative encoding only by their gaps",
+          "[conformance][property][pose]") {
+  const auto c = GENERATE(from_range(kit_cases()));
+  if (c.label != c.encoding) return;
+  DYNAMIC_SECTION("encoding " << c.label) {
+    auto model = make_model(kit_encoding(c), MemoryConfig{});
+    const int B = 2, L = int(kSkippingIds.size());
+    auto tok = random_tokens(B * L, 23), tgt = random_tokens(B * L, 24);
+    std::vector<std::int64_t> shifted = kSkippingIds, plain(L);
+    for (auto& p : shifted) p += 5;  // the same ids, all moved by 5: the same distances
+    std::iota(plain.begin(), plain.end(), 0);
+    model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, false, kSkippingIds.data());
+    const xt::xtensor<double, 2> skipping = model->logits();
+    model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, false, shifted.data());
+    const double moved = max_abs_diff(skipping.data(), model->logits().data(), skipping.size());
+    model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, false, plain.data());
+    const xt::xtensor<double, 2> given_plain = model->logits();
+    model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, false);
+    const double as_default =
+        max_abs_diff(given_plain.data(), model->logits().data(), given_plain.size());
+    const double vs_plain = max_abs_diff(skipping.data(), given_plain.data(), skipping.size());
+    INFO("shift by 5: " << moved << "; ids 0..L-1 given vs default: " << as_default
+                        << "; skipping vs plain: " << vs_plain);
+    REQUIRE(as_default == 0.0);  // giving 0..L-1 is exactly the default path
+    switch (find_encoding(c.encoding)->family) {
+      case EncodingFamily::none:
+        REQUIRE(vs_plain < 1e-12);  // no positions: the skip changes nothing
+        REQUIRE(moved < 1e-12);
+        break;
+      case EncodingFamily::relative:
+      case EncodingFamily::relative_normalized:  // FIRE: ids <= 17 stay below its threshold
+        if (c.translation_invariant) REQUIRE(moved < 1e-12);
+        REQUIRE(vs_plain > 1e-6);  // the gap of 7 is seen
+        break;
+      case EncodingFamily::absolute:
+        REQUIRE(moved > 1e-6);
+        REQUIRE(vs_plain > 1e-6);
+        break;
     }
   }
 }

@@ -58,6 +58,10 @@ Config tiny(const std::string& variant, const fs::path& corpus) {
     c.memory.mem_len = 0;
     c.train.randomized_positions = true;
     c.train.max_position = 64;
+  } else if (variant == "PoSE") {  // rows drawn by a generator the source replays
+    c.encoding.type = "rope";
+    c.memory.mem_len = 0;
+    c.train.pose_target_len = 32;
   } else if (variant == "copy task") {  // a generated task: the data position is replayed draws
     c.encoding.type = "shaw";
     c.memory.mem_len = 0;
@@ -138,7 +142,7 @@ TrainedState train_in(const Config& c, const fs::path& dir, bool from_saved_stat
 TEST_CASE("a training stopped after any step and resumed ends bit-identical to one never stopped",
           "[resume]") {
   const std::string variant = GENERATE(as<std::string>{}, "XL memory", "randomized positions",
-                                       "copy task");
+                                       "PoSE", "copy task");
   const int stop_at = GENERATE(1, 7, 13, 29);  // the first step, a save step, any, the last but one
   INFO(variant << ", stopped after step " << stop_at);
   ScratchDirectory scratch;

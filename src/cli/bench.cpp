@@ -14,6 +14,7 @@
 #include "core/memory_usage.hpp"
 #include "core/provenance.hpp"
 #include "core/rng.hpp"
+#include "data/pose_batcher.hpp"
 #include "model/flops.hpp"
 #include "model/products.hpp"
 #include "encodings/registry.hpp"
@@ -44,12 +45,20 @@ std::vector<std::int32_t> random_tokens(const Config& cfg, int steps) {
 }
 
 // Trains `model` for `steps` steps (memory reset at the start, as every training starts).
+// With train.pose_target_len, on PoSE's rows (data/pose_batcher.hpp) cut from the same tokens,
+// so that PoSE's cost (the draws, the copies, positions that skip) is measured too.
 TrainReport train_steps(TransformerLM<float>& model, Config cfg, int steps,
                         const std::vector<std::int32_t>& tokens) {
   std::ostringstream quiet;
   cfg.train.log_every = 0;
   cfg.train.eval_every = 0;
   cfg.train.steps = steps;
+  if (cfg.train.pose_target_len > 0) {
+    PoseBatcher rows(std::make_shared<const std::vector<std::int32_t>>(tokens),
+                     cfg.train.batch_size, cfg.train.seq_len, cfg.train.pose_target_len,
+                     pose_variant_from_name(cfg.train.pose_variant), cfg.train.seed);
+    return train_model(model, cfg, rows, nullptr, nullptr, quiet);
+  }
   return train_model(model, cfg, tokens, {}, nullptr, quiet);
 }
 

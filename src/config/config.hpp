@@ -86,6 +86,15 @@ struct TrainConfig {
   // model meets large positions and distances during training; evaluation stays contiguous.
   bool randomized_positions = false;
   int max_position = 1024;
+  // PoSE, positional skip-wise training (Zhu et al. 2023; data/pose_sampling.hpp): train at
+  // seq_len L with position ids that skip, in two chunks, to cover a target length L' =
+  // pose_target_len > L; every id is below L'. Language models without memory only. 0 = off.
+  // Evaluation keeps plain positions. Pair it with rope's scaling for L' (e.g. linear, factor
+  // L'/L), as the paper does.
+  int pose_target_len = 0;
+  // How chunk lengths and skips are drawn: "code" (the released code: chunk 1 at most half the
+  // row, at positions from 0) or "paper" (§3.2: any division, both chunks skipped).
+  std::string pose_variant = "code";
   // Passkey instances mixed into the training rows of a language model (tasks/passkey_mix.hpp):
   // each row is replaced by one with this probability (0 = never; the same rows and instances
   // for every arm with the same seed). Filler as eval.passkey_filler, from the train split; prompt

@@ -420,6 +420,8 @@ const std::vector<Field>& schema() {
       KEY(train, save_state_every, at_least(0)),
       KEY(train, randomized_positions, anything()),
       KEY(train, max_position, at_least(1)),
+      KEY(train, pose_target_len, at_least(0)),  // 0 = off; else > train.seq_len (below)
+      KEY(train, pose_variant, one_of({"code", "paper"})),
       KEY(train, passkey_fraction, closed(0, 1)),
       KEY(train, init_from, (Bounds{.path = true})),  // "" = no parent
       KEY(train, init_optimizer, anything()),
@@ -721,6 +723,38 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
              ") must be at least train.seq_len + memory.mem_len (" +
              std::to_string(std::int64_t(t.seq_len) + config.memory.mem_len) +
              ") with train.randomized_positions: a window samples that many distinct positions");
+  // PoSE (data/pose_sampling.hpp): the ids skip from [0, L) to cover [0, L'), L' > L, in the
+  // rows of a text stream without memory.
+  if (t.pose_target_len > 0) {
+    const std::string L = std::to_string(t.seq_len), Lt = std::to_string(t.pose_target_len);
+    auto pose_fail = [&](const std::vector<std::string>& keys, const std::string& why) {
+      std::vector<std::string> blamed = {"train.pose_target_len"};  // where it was set, first
+      blamed.insert(blamed.end(), keys.begin(), keys.end());
+      fail(blame(blamed), "train.pose_target_len (" + Lt + "): " + why);
+    };
+    if (t.pose_target_len <= t.seq_len)
+      pose_fail({}, "the PoSE target length must be above train.seq_len (" + L +
+                        "): the skipping ids cover [0, target) with rows of train.seq_len tokens");
+    if (t.seq_len < 2)
+      pose_fail({"train.seq_len"}, "PoSE cuts a row into two chunks: train.seq_len must be >= 2");
+    if (config.task.name != "lm")
+      pose_fail({"task.name"}, "PoSE cuts its chunks from a text stream, for language models "
+                               "(task.name = \"lm\"), not task '" + config.task.name + "'");
+    if (config.memory.mem_len > 0)
+      pose_fail({"memory.mem_len"},
+                "PoSE rows do not continue each other, so there is nothing to remember: set "
+                "memory.mem_len = 0 (got " + std::to_string(config.memory.mem_len) + ")");
+    if (config.memory.continue_positions)
+      pose_fail({"memory.continue_positions"},
+                "PoSE chooses the positions itself; memory.continue_positions must be false");
+    if (t.randomized_positions)
+      pose_fail({"train.randomized_positions"},
+                "PoSE and randomized positions (its RandPos baseline) are two ways to choose "
+                "training positions; set only one");
+    if (t.passkey_fraction > 0)
+      pose_fail({"train.passkey_fraction"},
+                "passkey instances are not mixed into PoSE rows (set train.passkey_fraction = 0)");
+  }
   if (t.init_optimizer && t.init_from.empty())
     fail(blame({"train.init_optimizer"}),
          "train.init_optimizer = true needs train.init_from (the run whose Adam moments to "

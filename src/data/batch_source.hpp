@@ -35,6 +35,9 @@ struct Batch {
   // tokens. Empty = every target is scored (language modelling).
   std::vector<float> weights;
   std::int64_t start = 0;             // position of column 0 within its stream (same for all rows)
+  // [L] the position id of each column, the same for every row, when a source chooses them
+  // (PoSE: data/pose_batcher.hpp). Empty = the model's own (0..L-1, or continued from start).
+  std::vector<std::int64_t> positions;
   // True when the rows do not continue the previous batch's rows: the model's memory must be
   // cleared (first batch of a pass over a corpus; every batch of a task of independent sequences).
   bool first_of_pass = false;

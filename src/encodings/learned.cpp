@@ -65,18 +65,21 @@ class Learned : public Encoding<T> {
 
 // A table has rows for positions 0..max_len-1: the training length and the main evaluation
 // length must fit (longer length factors are evaluated and reported as not possible, by design),
-// or with randomized positions every position below train.max_position. Checked by the config
+// or with randomized positions every position below train.max_position (with PoSE, below
+// train.pose_target_len). Checked by the config
 // loader, so a config that cannot run fails before anything is written.
 std::optional<ConfigProblem> max_len_covers_positions(const Config& config) {
   if (!config.encoding.options.has("max_len")) return std::nullopt;
   const std::int64_t max_len = config.encoding.options.get_int("max_len");
   const auto& t = config.train;
   const int main_len = config.eval.seq_len > 0 ? config.eval.seq_len : t.seq_len;
-  const std::int64_t needed =
+  std::int64_t needed =
       t.randomized_positions ? std::int64_t(t.max_position) : std::max(t.seq_len, main_len);
-  const std::string what = t.randomized_positions ? "train.max_position"
-                           : main_len > t.seq_len ? "eval.seq_len"
-                                                  : "train.seq_len";
+  std::string what = t.randomized_positions ? "train.max_position"
+                     : main_len > t.seq_len ? "eval.seq_len"
+                                            : "train.seq_len";
+  if (t.pose_target_len > needed)  // PoSE's ids reach pose_target_len - 1
+    needed = t.pose_target_len, what = "train.pose_target_len";
   if (max_len >= needed) return std::nullopt;
   return ConfigProblem{{"encoding.max_len", what},
                        "encoding.max_len (" + std::to_string(max_len) + ") must be at least " +

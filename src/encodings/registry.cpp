@@ -27,8 +27,15 @@ std::vector<EncodingInfo> with_shared_options(std::vector<EncodingInfo> infos) {
   for (EncodingInfo& info : infos) {
     for (OptionSpec& o : log_n_options()) info.options.push_back(std::move(o));
     ConfigRule own = std::move(info.config_rule);
-    info.config_rule = [own](const Config& config) -> std::optional<ConfigProblem> {
+    const bool has_positions = info.family != EncodingFamily::none;
+    const std::string name = info.name;
+    info.config_rule = [own, has_positions, name](const Config& config)
+        -> std::optional<ConfigProblem> {
       if (auto problem = log_n_problem(config.encoding.options)) return problem;
+      if (config.train.pose_target_len > 0 && !has_positions)  // PoSE skips position ids
+        return ConfigProblem{{"train.pose_target_len", "encoding.type"},
+                             "train.pose_target_len: encoding '" + name + "' reads no "
+                             "positions, so PoSE's skipping position ids would change nothing"};
       return own ? own(config) : std::nullopt;
     };
   }

@@ -10,7 +10,9 @@
 // offset - M .. offset + L - 1. By default offset = 0 for every segment: absolute encodings
 // restart at 0 on every segment, which is exactly the failure case of state reuse that
 // Transformer-XL describes; relative encodings only see i - j and do not care.
-// memory.continue_positions passes the stream position as offset instead.
+// memory.continue_positions passes the stream position as offset instead. A caller may also
+// give the segment's positions outright (PoSE's skipping ids, data/pose_batcher.hpp): then
+// queries and keys both sit at positions[0..L-1], and there must be no memory.
 #pragma once
 
 #include <cmath>
@@ -91,13 +93,20 @@ class TransformerLM {
 
   // Runs one segment. tokens, targets [B, L]; weights [B, L] or nullptr (all 1).
   // position_offset: see the top of this file. With memory enabled, the memory of the previous
-  // call is used and (if update_memory) replaced. Returns the weighted mean loss.
+  // call is used and (if update_memory) replaced. positions [L] or nullptr: the position ids of
+  // the segment's columns, the same for every row (PoSE); only without memory rows, and they
+  // take the place of position_offset and of randomized positions. Returns the weighted mean
+  // loss.
   double forward(const std::int32_t* tokens, const std::int32_t* targets, const T* weights, int B,
-                 int L, std::int64_t position_offset = 0, bool update_memory = true) {
+                 int L, std::int64_t position_offset = 0, bool update_memory = true,
+                 const std::int64_t* positions = nullptr) {
     const int d = cfg_.d_model, V = cfg_.vocab_size;
     if (blocks_.empty() || blocks_[0]->memory_batch() != B) reset_memory(B);
     const int M = blocks_.empty() ? 0 : blocks_[0]->memory_rows();
-    set_geometry(B, L, M, position_offset);
+    if (positions)
+      set_given_geometry(B, L, M, positions);
+    else
+      set_geometry(B, L, M, position_offset);
     const std::size_t sB = B, sL = L, sd = d;
     ensure_shape(x_, {std::size_t(cfg_.n_layers + 1), sB * sL, sd});
     tokens_.assign(tokens, tokens + long(B) * L);
@@ -265,6 +274,19 @@ class TransformerLM {
       std::iota(k_pos_.begin(), k_pos_.end(), shift - M);
     }
     geometry_ = AttentionGeometry{B, L, M, M + L, cfg_.n_heads, cfg_.d_model / cfg_.n_heads,
+                                  memory_cfg_.same_length ? memory_cfg_.mem_len : 0,
+                                  q_pos_.data(), k_pos_.data()};
+  }
+
+  // Queries and keys at the caller's positions [L] (PoSE). Memory rows would need positions of
+  // their own, which a caller of this form does not give: refused.
+  void set_given_geometry(int B, int L, int M, const std::int64_t* positions) {
+    if (M != 0)
+      throw std::invalid_argument("explicit positions (PoSE) need a model without memory, but " +
+                                  std::to_string(M) + " memory rows are cached");
+    q_pos_.assign(positions, positions + L);
+    k_pos_.assign(positions, positions + L);
+    geometry_ = AttentionGeometry{B, L, 0, L, cfg_.n_heads, cfg_.d_model / cfg_.n_heads,
                                   memory_cfg_.same_length ? memory_cfg_.mem_len : 0,
                                   q_pos_.data(), k_pos_.data()};
   }

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "data/corpus.hpp"
+#include "data/pose_batcher.hpp"
 #include "tasks/passkey_mix.hpp"
 #include "tasks/task.hpp"
 
@@ -80,6 +81,13 @@ std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSp
       throw std::runtime_error(std::string("the corpus ") + cfg.data.path + " has no " +
                                split_name(spec.split) + " split (set data." +
                                (spec.split == Split::test ? "test" : "valid") + "_fraction > 0)");
+    // PoSE (train.pose_target_len): training rows of two chunks with skipping position ids;
+    // evaluation reads the plain stream.
+    if (spec.split == Split::train && cfg.train.pose_target_len > 0)
+      return std::make_unique<PoseBatcher>(
+          std::shared_ptr<const std::vector<std::int32_t>>(split, &tokens), cfg.train.batch_size,
+          spec.len, cfg.train.pose_target_len, pose_variant_from_name(cfg.train.pose_variant),
+          task_seed(cfg.train.seed, Split::train));
     auto stream = std::make_unique<StreamBatcher>(tokens, cfg.train.batch_size, spec.len);
     if (spec.split != Split::train || !(cfg.train.passkey_fraction > 0)) return stream;
     return std::make_unique<PasskeyMix>(std::move(stream), make_passkey_generator(cfg, Split::train),

@@ -34,6 +34,8 @@ struct SourceSpec {
 //               (0 -> kTaskEvalBatches).
 // Throws std::runtime_error for an unknown task, an unreadable corpus, or a setup the task
 // cannot make (see tasks/task.hpp).
+//   train.pose_target_len > 0 (task "lm", split train): a PoseBatcher (data/pose_batcher.hpp)
+//               instead of the stream, seeded by task_seed(train.seed, train).
 //   train.passkey_fraction > 0 (task "lm", split train): the stream wrapped in a PasskeyMix
 //               (tasks/passkey_mix.hpp), seeded by train.seed.
 std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSpec& spec);

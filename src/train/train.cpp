@@ -121,7 +121,8 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
 
     model.arena().zero_grads();
     const double loss =
-        model.forward(batch.inputs.data(), batch.targets.data(), w, B, L, offset, true);
+        model.forward(batch.inputs.data(), batch.targets.data(), w, B, L, offset, true,
+                      batch.positions.empty() ? nullptr : batch.positions.data());
     model.backward();
     const double grad_norm = clip_gradients(model.arena(), tc.grad_clip);
     const double lr = learning_rate(tc, step);

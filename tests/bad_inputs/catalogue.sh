@@ -122,6 +122,9 @@ missing_line=$(grep -n '^path = ' missing_corpus.toml | cut -d: -f1)
   echo "set = { \"data.path\" = \"$SCRATCH/gone/corpus.txt\" }"; } >missing_variant.toml
 rm study/summary.csv && mkdir study/summary.csv  # the summary cannot be written
 T=(train --config tiny.toml)
+# PoSE's target written in a file, below train.seq_len: the message names the file and line.
+sed 's/^\[train\]$/[train]\npose_target_len = 4/' tiny.toml >pose_low.toml
+pose_low_line=$(grep -n '^pose_target_len' pose_low.toml | cut -d: -f1)
 
 # --- Crashes --------------------------------------------------------------------------------
 expect_error crash_dotted_key "dotted key of more than 257 parts" "$POSLAB" train --config dotted.toml --out out
@@ -146,6 +149,17 @@ expect_error log_n_len_unset "encoding.log_n_len must be >= 2" "$POSLAB" "${T[@]
 expect_error longrope_list_length "encoding.short_factor has 2 factors; it needs one per rotated pair, d_rot / 2 = 8" "$POSLAB" "${T[@]}" --set model.d_model=32 --set model.n_heads=2 --set encoding.type=rope --set encoding.scaling=longrope --set encoding.factor=4 --set encoding.original_len=64 --set encoding.short_factor=1,2 --set encoding.long_factor=1,2 --out out
 expect_error longrope_decreasing "encoding.long_factor must not decrease" "$POSLAB" "${T[@]}" --set model.d_model=32 --set model.n_heads=2 --set encoding.type=rope --set encoding.scaling=longrope --set encoding.factor=4 --set encoding.original_len=64 --set encoding.short_factor=1,1,1,1,1,1,1,1 --set encoding.long_factor=2,1,1,1,1,1,1,1 --out out
 expect_error rope_factor_without_scaling "has no effect with encoding.scaling = none" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.factor=4 --out out
+# PoSE (issue 36): a target that does not extend, an encoding or setup it cannot apply to.
+expect_error pose_target_below_len "pose_low.toml:$pose_low_line: train.pose_target_len (4): the PoSE target length must be above train.seq_len (8)" "$POSLAB" train --config pose_low.toml --set encoding.type=rope --out out
+expect_error pose_no_positions "train.pose_target_len: encoding 'none' reads no positions" "$POSLAB" "${T[@]}" --set train.pose_target_len=32 --out out
+expect_error pose_with_memory "set memory.mem_len = 0 (got 8)" "$POSLAB" "${T[@]}" --set encoding.type=rope --set train.pose_target_len=32 --set memory.mem_len=8 --out out
+expect_error pose_not_lm "PoSE cuts its chunks from a text stream, for language models" "$POSLAB" "${T[@]}" --set encoding.type=rope --set train.pose_target_len=32 --set task.name=copy --out out
+expect_error pose_and_randpos "PoSE and randomized positions (its RandPos baseline)" "$POSLAB" "${T[@]}" --set encoding.type=rope --set train.pose_target_len=32 --set train.randomized_positions=true --out out
+expect_error pose_variant_name "train.pose_variant must be one of code, paper" "$POSLAB" "${T[@]}" --set encoding.type=rope --set train.pose_target_len=32 --set train.pose_variant=Paper --out out
+expect_error pose_learned_table "encoding.max_len (16) must be at least train.pose_target_len (32)" "$POSLAB" "${T[@]}" --set encoding.type=learned --set encoding.max_len=16 --set train.pose_target_len=32 --out out
+expect_error pose_corpus_too_small "PoSE reads windows of 5 x train.seq_len = 40 tokens" "$POSLAB" "${T[@]}" --set encoding.type=rope --set train.pose_target_len=32 --set train.batch_size=1000 --out out
+expect_ok    pose_runs out_pose/eval.json "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=linear --set encoding.factor=4 --set train.pose_target_len=32 --out out_pose
+rm -rf out_pose
 expect_error randomized_max_position "train.max_position (4) must be at least" "$POSLAB" "${T[@]}" --set train.randomized_positions=true --set train.max_position=4 --out out
 expect_error escaped_nul_out_dir 'it may not hold control characters' "$POSLAB" "${T[@]}" --set 'out_dir="out\u0000x"'
 expect_error length_factor_overflow "more positions than an int holds" "$POSLAB" "${T[@]}" --set 'eval.length_factors=[1e300]' --out out

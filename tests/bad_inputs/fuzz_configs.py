@@ -56,6 +56,7 @@ KEYS = [
     "train.warmup_steps", "train.weight_decay", "train.beta1", "train.beta2", "train.eps",
     "train.grad_clip", "train.seed", "train.log_every", "train.eval_every", "train.eval_batches",
     "train.threads", "train.randomized_positions", "train.max_position", "train.init_from",
+    "train.pose_target_len", "train.pose_variant",
     "train.init_optimizer",
     "eval.seq_len", "eval.mem_len", "eval.length_factors", "eval.memory_factors", "eval.batches",
     "eval.split", "eval.batch_size", "eval.gate_threshold",

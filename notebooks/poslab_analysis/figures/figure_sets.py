@@ -136,7 +136,9 @@ def figure_set(study_dir):
             if metric in task_runs:
                 add("length", summary=task_runs, metric=metric,
                     name=f"length_generalization_{metric}")
-    if randomized:  # beside the plain study's runs, if it is there
+    # Beside the plain study's runs, if it is there. A two-stage study's randomized runs
+    # (RandPos, PoSE's baseline: experiments/pose.toml) are among its extension curves instead.
+    if randomized and not two_stage:
         add("randomized", plain=plain_beside(study_dir, summary), randomized=summary)
     if "variant" in summary and "encoding.clip_k" in summary:
         add("shaw_clip", summary=summary)
