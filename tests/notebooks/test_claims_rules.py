@@ -6,6 +6,7 @@ the paper-metric helpers on data whose answer is known.
 """
 import os
 import sys
+import types
 import unittest
 
 import pandas as pd
@@ -135,6 +136,15 @@ class PaperMetrics(unittest.TestCase):
         # bucket widths 0.5, 0.5, 2, 4 (lengths covered), 1x left out
         self.assertAlmostEqual(got[21], (0.5 * 0.8 + 0.5 * 0.6 + 2 * 0.3 + 4 * 0.1) / 7)
 
+    def test_accuracy_averaged_with_each_bucket_weighted_equally(self):
+        s = length_summary([("none", 21, 1.0, 1.0, 1.0, 1), ("none", 21, 1.5, 0, 0.8, 1),
+                            ("none", 21, 2.0, 0, 0.6, 1), ("none", 21, 4.0, 0, 0.3, 1),
+                            ("none", 21, 8.0, 0, 0.1, 1)])
+        got = ruoss2023.length_averaged(s, "copy", "none", weighting="buckets")
+        self.assertAlmostEqual(got[21], (0.8 + 0.6 + 0.3 + 0.1) / 4)  # 1x left out
+        with self.assertRaises(ValueError):
+            ruoss2023.length_averaged(s, "copy", "none", weighting="instances")
+
     def test_a_seed_missing_a_bucket_is_left_out(self):
         s = length_summary([("none", 21, 1.5, 0.4, 0.8, 100), ("none", 21, 2.0, 0.0, 0.2, 100),
                             ("none", 22, 1.5, 0.4, 0.8, 100), ("none", 21, 4.0, 0.0, 0.1, 100),
@@ -234,6 +244,58 @@ class T5Settling(unittest.TestCase):
         self.assertTrue(t5[0].endswith("| agree |"))
 
 
+class Sensitivity(unittest.TestCase):
+    """One analysis choice per row gives the verdict (the protocol's); another is shown beside
+    it and never counted. A claim measured outside its paper's setting is inconclusive, with the
+    reason, whatever its interval says (docs/06's rule)."""
+
+    def test_sensitivity_text_names_the_choice_and_is_not_counted(self):
+        text = rules.sensitivity("each bucket weighted equally", (0.2, 0.1, 0.3, 3), "agree")
+        self.assertEqual(text, "sensitivity, each bucket weighted equally: +0.200 [+0.100, "
+                               "+0.300], n=3, agree (shown, not voted)")
+        self.assertEqual(rules.sensitivity("x", None, "disagree"),
+                         "sensitivity, x: disagree (shown, not voted)")
+
+    def test_outside_the_papers_setting_is_inconclusive_with_its_reason(self):
+        from poslab_analysis.claims.studies.state_reuse import Study
+        record = rules.Tally()
+        # +0.004 [+0.001, +0.007]: "disagree" on this study's evaluation (Dai's 4-layer row)
+        line = Study.row(types.SimpleNamespace(boot={}), "4. longer memory", "paper", "measured",
+                         (0.004, 0.001, 0.007, 3), "below 0 agrees", rules.BELOW_ZERO, "P",
+                         record, outside="not the paper's evaluation")
+        self.assertTrue(line.endswith("| inconclusive (not the paper's evaluation) |"), line)
+        self.assertIn("sensitivity, the rule on this study's evaluation: disagree (shown, not "
+                      "voted)", line)
+        self.assertEqual(record.rows, [("P", ["inconclusive"])])
+        # without `outside` the same row is judged as before
+        line = Study.row(types.SimpleNamespace(boot={}), "4. longer memory", "paper", "measured",
+                         (0.004, 0.001, 0.007, 3), "below 0 agrees", rules.BELOW_ZERO, "P",
+                         record)
+        self.assertTrue(line.endswith("| disagree |"), line)
+
+    def test_ruoss_weighting_flips_a_verdict_and_only_the_protocols_counts(self):
+        # Plain: 0.5 at every unseen bucket. Randomized: +0.4 at 1.5x and 2x in every seed, and
+        # at 4x and 8x a seed effect d = -0.1, 0, +0.1. Weighted by lengths (0.5, 0.5, 2, 4):
+        # (0.4 + 6d) / 7 = -0.029, +0.057, +0.143: the interval includes 0 (inconclusive).
+        # Each bucket once: (0.8 + 2d) / 4 = 0.15, 0.20, 0.25: above 0 (agree).
+        plain, randomized = [], []
+        for seed, d in ((21, -0.1), (22, 0.0), (23, 0.1)):
+            for factor in (1.0, 1.5, 2.0, 4.0, 8.0):
+                plain.append(("learned", seed, factor, 0.5, 0.5, 100))
+                gain = 0.0 if factor == 1.0 else (0.4 if factor <= 2.0 else d)
+                randomized.append(("learned", seed, factor, 0.5, 0.5 + gain, 100))
+        plain, randomized = length_summary(plain), length_summary(randomized)
+        randomized = pd.concat([randomized, randomized.assign(kind="length_sampled")])
+        record = rules.Tally()
+        lines = ruoss2023.randomized_rows(plain, randomized, record)
+        row = lines[0].split(" | ")
+        self.assertEqual(row[3], "inconclusive")
+        self.assertIn("+0.057", row[2])
+        self.assertEqual(row[6], "sensitivity, each bucket weighted equally: +0.200 [+0.076, "
+                                 "+0.324], n=3, agree (shown, not voted) |")
+        self.assertEqual(record.rows, [(ruoss2023.NAME, ["inconclusive"])])
+
+
 class Summary(unittest.TestCase):
     def test_tally_counts_each_comparison(self):
         record = rules.Tally()
@@ -295,10 +357,13 @@ class ContextExtensionTable(unittest.TestCase):
         add("nope64", 64, 9.0, kind="main", ok=False)  # dropped by the gate
         return pd.DataFrame(rows)
 
-    def table(self):
+    def table(self, summary=None, by_position=None):
         import tempfile
         with tempfile.TemporaryDirectory() as tmp:
-            self.planted().to_csv(os.path.join(tmp, "summary.csv"), index=False)
+            (self.planted() if summary is None else summary).to_csv(
+                os.path.join(tmp, "summary.csv"), index=False)
+            if by_position is not None:
+                by_position.to_csv(os.path.join(tmp, "loss_by_position.csv"), index=False)
             record = rules.Tally()
             text = tables.claims_table(tmp, record, kind="context_extension")
         return text, record
@@ -321,6 +386,40 @@ class ContextExtensionTable(unittest.TestCase):
         passkey = self.line(text, "| 4. fine-tuning without interpolation")
         self.assertTrue(passkey.endswith(
             "| agree (loss), inconclusive (both at the floor) (passkey) |"), passkey)
+
+    def test_whole_chunks_and_context_matched_are_both_shown_one_counted(self):
+        # ft_linear_400 reads no further back than 8 bytes: loss 3.0 at positions 0-7 of a
+        # chunk, 2.0 (+ a seed effect e = -0.01, 0, +0.01 beyond L) after, at 1x and 4x alike.
+        # Whole chunks fall from 1x to 4x (fewer early tokens): 2.125 -> 2.031, rule 2 agrees;
+        # context-matched, positions >= 64 at 4x minus 56..63 at 1x is e: inconclusive.
+        summary = self.planted()
+        summary = summary[~((summary["variant"] == "ft_linear_400") & (summary["kind"] == "main"))]
+        rows, extra = [], []
+        for seed, e in ((41, -0.01), (42, 0.0), (43, 0.01)):
+            run = f"ft_linear_400,train.seed={seed}"
+            for length in (64, 256):
+                losses = [3.0 if p < 8 else 2.0 + (e if p >= 64 else 0.0) for p in range(length)]
+                rows += [(run, seed, "ft_linear_400", "length", length, p, x)
+                         for p, x in enumerate(losses)]
+                extra.append({"run": run, "train.seed": seed, "variant": "ft_linear_400",
+                              "kind": "length", "seq_len": length,
+                              "loss": sum(losses) / length, "in_distribution_ok": True})
+        summary = pd.concat([summary, pd.DataFrame(extra)], ignore_index=True)
+        by_position = pd.DataFrame(rows, columns=["run", "train.seed", "variant", "kind",
+                                                  "seq_len", "position", "loss"])
+        text, record = self.table(summary, by_position)
+        row2 = self.line(text, "| 2. PI fine-tuned briefly uses the extended window")
+        self.assertIn("loss at 4x minus at 1x: -0.094", row2)
+        self.assertTrue(row2.endswith("| agree |"), row2)
+        self.assertIn("sensitivity, context-matched (positions >= L of the 4x chunks minus "
+                      "positions 7L/8..L-1 of the 1x chunks): ", row2)
+        self.assertIn("0.000 [-0.025, +0.025], n=3, "
+                      "inconclusive (shown, not voted)", row2)
+        # the sensitivity is not counted: Chen's comparisons are as many as without it
+        chen = [v for paper, v in record.rows if paper == "Chen et al. 2023"]
+        _, plain_record = self.table()
+        self.assertEqual(len(chen),
+                         len([v for paper, v in plain_record.rows if paper == "Chen et al. 2023"]))
 
     def test_missing_conditions_are_inconclusive_not_errors(self):
         text, record = self.table()

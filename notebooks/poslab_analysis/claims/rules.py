@@ -7,7 +7,12 @@ did"; each one is planted in tests/notebooks/test_claims_rules.py):
     exact match 0, say) or both at its ceiling is inconclusive: it cannot rank them;
   - a proportion whose unit is an answer (parity: 3 seeds x 1,152 answers) is judged on the
     pooled Wilson interval of every answer, not on a t interval over 3 seeds; a seed whose own
-    interval contradicts the pooled verdict keeps it inconclusive.
+    interval contradicts the pooled verdict keeps it inconclusive;
+  - one analysis choice per row (a weighting, a baseline, a reading of the chunks) is fixed in the
+    study's protocol and gives the verdict; another choice that would change it is shown beside
+    it as a sensitivity, never counted (sensitivity);
+  - a claim the runs cannot measure in its paper's setting is inconclusive, with the reason, until
+    it is rerun in that setting (outside_setting; docs/06, "Where the claims stand").
 
 Each table row: the published claim, what the paper measured (its metric and range) and what
 poslab measures for the verdict (the same, or why not), the measurement (mean over seeds and its
@@ -52,6 +57,24 @@ def verdict(m, agrees, disagrees):
     if n >= 2 and disagrees(low, high):
         return "disagree"
     return "inconclusive"
+
+
+def sensitivity(choice, interval, verdict_text):
+    """The claim judged under an analysis choice other than the pre-registered one (another
+    weighting, another baseline, another reading of the chunks): the interval and the verdict
+    that choice gives, for the table to show beside the pre-registered verdict. It is never
+    counted (nothing is tallied): one choice is fixed before the runs, the others are shown.
+    interval None: the row already shows it (the same interval, judged otherwise)."""
+    measured = "" if interval is None else f"{fmt(*interval)}, "
+    return f"sensitivity, {choice}: {measured}{verdict_text} (shown, not voted)"
+
+
+def outside_setting(reason):
+    """docs/06's rule for a claim the committed runs cannot measure in its paper's setting (an
+    evaluation option the paper's number relies on was not used, say): the row says why not and
+    is inconclusive until it is rerun in that setting. The reason is part of the verdict, so the
+    table says it; the count reads the first word ("inconclusive")."""
+    return f"inconclusive ({reason})"
 
 
 def at_bound(values, floor=None, ceiling=None, margin=MARGIN):

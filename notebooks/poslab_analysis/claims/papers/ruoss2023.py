@@ -2,12 +2,14 @@
 Transformers": randomized positions raise accuracy on longer inputs (the randomized sibling of
 the length-generalization study against its plain runs), in-distribution accuracy is unaffected
 (reported only), and parity fails for every encoding beyond training. The paper's metric: token
-accuracy averaged over every unseen length (length_averaged)."""
+accuracy averaged over every unseen length (length_averaged); the protocol weights each bucket
+by the lengths it covers; the table shows each bucket weighted equally beside it as a
+sensitivity, never counted."""
 import numpy as np
 import pandas as pd
 
-from poslab_analysis.claims.rules import combined_verdict, compare, fmt, pooled_within, tally, \
-    verdict
+from poslab_analysis.claims.rules import combined_verdict, compare, fmt, pooled_within, \
+    sensitivity, tally, verdict
 from poslab_analysis.claims.studies.length_generalization import by_seed, encodings_of, \
     task_rows, unseen_factors
 from poslab_analysis.statistics import seeds
@@ -17,14 +19,26 @@ from poslab_analysis.statistics.seeds import paired
 NAME = "Ruoss et al. 2023"
 
 
-def length_averaged(summary, task, encoding, kind="length", metric="accuracy"):
+# How length_averaged weighs the buckets: "lengths" (the protocol's choice, issue 27 amendment)
+# or "buckets" (each bucket once: the sensitivity the table shows beside it).
+WEIGHTINGS = ("lengths", "buckets")
+
+
+def length_averaged(summary, task, encoding, kind="length", metric="accuracy",
+                    weighting="lengths"):
     """Ruoss et al.'s metric: per-token accuracy averaged over every unseen length, per seed.
-    Bucket f holds the lengths (L f_prev, L f] in equal shares, so each bucket's accuracy is
-    weighted by the number of lengths it covers, f - f_prev (1.5x: 0.5, 2x: 0.5, 4x: 2, 8x: 4).
-    Within a bucket the tokens are pooled, which weights its longer instances a little more than
-    Ruoss et al.'s mean over lengths does. Series over seeds."""
+    Bucket f holds the lengths (L f_prev, L f] in equal shares, so with weighting "lengths" (the
+    protocol's) each bucket's accuracy is weighted by the number of lengths it covers,
+    f - f_prev (1.5x: 0.5, 2x: 0.5, 4x: 2, 8x: 4); with "buckets" every bucket counts once
+    (the unweighted mean of 1.5x, 2x, 4x, 8x, which gives each length of the 1.5x and 2x
+    buckets 8 times the weight of a length of the 8x one). Within a bucket the tokens are
+    pooled, which weights its longer instances a little more than Ruoss et al.'s mean over
+    lengths does. Series over seeds."""
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"length_averaged: weighting {weighting!r} is not one of {WEIGHTINGS}")
     factors = unseen_factors(summary)
-    weights = dict(zip(factors, np.diff([1.0] + factors)))
+    widths = np.diff([1.0] + factors) if weighting == "lengths" else np.ones(len(factors))
+    weights = dict(zip(factors, widths))
     rows = summary[(summary["variant"] == task) & (summary["kind"] == kind)
                    & (summary["factor"] > 1) & (summary["encoding.type"] == encoding)]
     rows = rows[seeds.gate_passed(rows)]
@@ -41,7 +55,8 @@ def randomized_rows(summary, randomized, record=None):
     """Randomized positions (Ruoss et al.) against plain ones, per task and encoding: per-token
     accuracy averaged over every unseen length, randomized (positions sampled at evaluation, as
     in the paper; and contiguous, for reference) minus plain, paired over seeds; and the
-    protocol's exact match at 2x (sampled)."""
+    protocol's exact match at 2x (sampled); and, not counted, the same averaged with every
+    bucket weighted equally."""
     lines = []
     for task in dict.fromkeys(randomized["variant"]):
         plain_2x = task_rows(summary, task, "length", 2.0)
@@ -50,13 +65,18 @@ def randomized_rows(summary, randomized, record=None):
             m, v = compare(length_averaged(randomized, task, encoding, "length_sampled"), plain,
                            floor=0.0, ceiling=1.0)
             contiguous, _ = compare(length_averaged(randomized, task, encoding, "length"), plain)
+            per_bucket = compare(length_averaged(randomized, task, encoding, "length_sampled",
+                                                 weighting="buckets"),
+                                 length_averaged(summary, task, encoding, weighting="buckets"),
+                                 floor=0.0, ceiling=1.0)
             m2, v2 = compare(by_seed(task_rows(randomized, task, "length_sampled", 2.0), encoding),
                              by_seed(plain_2x, encoding), floor=0.0, ceiling=1.0)
             tally(record, NAME, [v])
             lines.append(f"| randomized positions raise accuracy on longer inputs ({NAME}) | "
                          f"{task} | {encoding}, randomized - plain, positions sampled at "
                          f"evaluation: {fmt(*m)}; (contiguous: {fmt(*contiguous)}) | {v} | "
-                         f"{fmt(*m2)} | {v2} |")
+                         f"{fmt(*m2)} | {v2} | "
+                         f"{sensitivity('each bucket weighted equally', *per_bucket)} |")
         # Ruoss et al.'s other claim, in-distribution accuracy unaffected: no rule was fixed
         # for it before the runs, so it is reported without a verdict.
         at_1x = "; ".join(
@@ -64,7 +84,7 @@ def randomized_rows(summary, randomized, record=None):
             for encoding in encodings_of(randomized))
         lines.append(f"| in-distribution accuracy is unaffected ({NAME}; no rule in the "
                      f"protocol, reported only) | {task} | token accuracy at the training "
-                     f"length, randomized (sampled) - plain: {at_1x} | (reference) | | |")
+                     f"length, randomized (sampled) - plain: {at_1x} | (reference) | | | |")
     return lines
 
 
@@ -101,7 +121,7 @@ def parity_row(summary, record=None):
             f"a seed wholly outside keeps it inconclusive (rule: within 0.5 +- 0.05). Ruoss et "
             f"al.'s metric, accuracy averaged over every unseen length (1.5x-8x), mean over "
             f"seeds: {'; '.join(averaged)} | {combined_verdict(parts)} | the same factors, t intervals over "  # noqa: E501
-            f"seeds instead of pooled answers | {combined_verdict(seed_level)} |"]
+            f"seeds instead of pooled answers | {combined_verdict(seed_level)} | |"]
 
 
 def length_generalization(study, record=None):
@@ -114,11 +134,14 @@ def length_generalization(study, record=None):
              f"randomized runs read with sampled positions (contiguous ones shown for "
              f"reference), against the plain runs, paired over the seeds that pass the gate in "
              f"both. The protocol's metric, exact match at 2x (sampled), is shown beside it. "
-             f"Parity: every answer of every seed pooled per factor (one answer per "
-             f"instance).\n",
+             f"The last column weights each bucket equally instead (the unweighted mean of the "
+             f"{len(factors)} buckets, a choice the protocol did not make): a sensitivity, shown "
+             f"and not counted. Parity: every answer of every seed pooled per factor (one answer "
+             f"per instance).\n",
              "| published claim | task | measured: token accuracy averaged over unseen lengths "
-             "| verdict | protocol: exact match at 2x | its verdict |",
-             "|---|---|---|---|---|---|"]
+             "| verdict | protocol: exact match at 2x | its verdict | sensitivity: the buckets "
+             "weighted equally |",
+             "|---|---|---|---|---|---|---|"]
     lines += parity_row(study.summary, record)
     if study.randomized is not None:
         lines += randomized_rows(study.summary, study.randomized, record)

@@ -5,6 +5,7 @@ trained at 4L. Lengths in bytes (2x = 128, 4x = 256, 16x = 1,024); loss in nats 
 test split; every comparison paired by seed (a stage-2 run and its rope64 parent share the
 seed). Its table: the gate line, the papers' rows, and a note on settling run 6 if it has run."""
 import numpy as np
+import pandas as pd
 
 from poslab_analysis.claims.rules import fmt, tally, verdict
 from poslab_analysis.reading import study_files
@@ -111,6 +112,31 @@ class Study:
 
     def settle_loss(self, variant, multiple, gate=True):  # gate: the parent's, always
         return zero_shot_settle_loss(self.settle, variant, int(multiple * CE_TRAIN_LEN))
+
+    def position_loss(self, variant, multiple, first, end):
+        """Mean loss of `variant`'s tokens at positions first .. end-1 of its multiple x L chunks,
+        per gated seed (Series; empty without loss by position). The context-matched readings
+        compare tokens by how much context they see, not whole chunks, whose mean falls as a
+        chunk grows even for a model that reads no further than L back (fewer tokens with little
+        context: the early-token curse)."""
+        if self.by_position is None:
+            return pd.Series(dtype=float)
+        gated = set(ce_rows(self.summary, variant)["run"])
+        bp = self.by_position
+        rows = bp[(bp["variant"] == variant) & (bp["kind"] == "length")
+                  & (bp["seq_len"] == int(multiple * CE_TRAIN_LEN)) & bp["run"].isin(gated)
+                  & (bp["position"] >= first) & (bp["position"] < end)]
+        return rows.groupby("train.seed")["loss"].mean()
+
+    def beyond_l(self, variant, multiple):
+        """Per seed: the mean loss of the tokens at positions >= L of the multiple x L chunks
+        (each sees at least L bytes of context)."""
+        return self.position_loss(variant, multiple, CE_TRAIN_LEN, int(multiple * CE_TRAIN_LEN))
+
+    def last_eighth(self, variant):
+        """Per seed: the mean loss of positions 7L/8 .. L-1 of the 1x chunks (context 56-63 at
+        L = 64: the fullest context a read at L gives)."""
+        return self.position_loss(variant, 1, 7 * CE_TRAIN_LEN // 8, CE_TRAIN_LEN)
 
     def passkey(self, variant, multiple):
         return ce_passkey(self.summary, variant, int(multiple * CE_TRAIN_LEN))

@@ -5,7 +5,7 @@ state_reuse_fortunes. Loss in nats per byte on the test split; every difference 
 seeds. Its table: one line of runs and gates, then the papers' rows."""
 import pandas as pd
 
-from poslab_analysis.claims.rules import fmt, tally, verdict
+from poslab_analysis.claims.rules import fmt, outside_setting, sensitivity, tally, verdict
 from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds
 
@@ -54,16 +54,24 @@ class Study:
         return memory_losses(summary, **{"encoding.type": encoding, "memory.mem_len": trained})
 
     def row(self, claim, paper, measured, interval, rule, judged, source, record,
-            bootstrap_label=None):
+            bootstrap_label=None, outside=None):
         """A row of `source` (a paper's name): the verdict by `judged` = (agrees, disagrees) on
         `interval`, counted in `record`; judged None: a reference row, not counted. With a
-        bootstrap_label of bootstrap.csv, its per-seed intervals are shown beside."""
+        bootstrap_label of bootstrap.csv, its per-seed intervals are shown beside. With
+        `outside` (why the runs are not in the paper's setting), the verdict is inconclusive for
+        that reason (rules.outside_setting) and what `judged` gives on this study's evaluation
+        is shown as a sensitivity, not counted."""
         verdict_text = verdict(interval, *judged) if judged else "(reference)"
+        extra = ""
+        if outside is not None:
+            extra = "; " + sensitivity("the rule on this study's evaluation", None,
+                                       verdict_text)
+            verdict_text = outside_setting(outside)
         if judged:
             tally(record, source, [verdict_text])
-        extra = ""
         if bootstrap_label in self.boot:
-            extra = f"; bootstrap over text slices, per seed: {', '.join(self.boot[bootstrap_label])}"
+            extra += ("; bootstrap over text slices, per seed: "
+                      f"{', '.join(self.boot[bootstrap_label])}")
         return (f"| {claim} | {paper} | {measured}: {fmt(*interval)}{extra} | {rule} | "
                 f"{verdict_text} |")
 
