@@ -176,7 +176,7 @@
                { name: "zoom", select: "interval", bind: "scales" }],
       encoding: {
         x: { field: "step", type: "quantitative", title: "training step" },
-        y: { field: "loss", type: "quantitative", scale: { zero: false }, title: "loss (nats per token)" },
+        y: { field: "loss", type: "quantitative", scale: { zero: false }, title: "loss (nats per token: per byte for a language model)" },
         color: { field: "run", type: "nominal", title: "run" },
         strokeDash: { field: "which", type: "nominal", title: null },
         opacity: { condition: { param: "pick", empty: true, value: 1 }, value: 0.1 },

@@ -17,3 +17,14 @@ The entry points are the scripts beside this folder in notebooks/: claims.py, po
 break_positions.py, rope_wavelengths.py, and the two notebooks.
 docs/analysis-code.md says where a new claim, figure kind or study kind goes.
 """
+import importlib.util
+import sys
+
+# A clear word instead of a ModuleNotFoundError deep in a layer: the `python3` first on PATH may
+# be another interpreter than Debian's, which has these (python3-pandas, python3-matplotlib).
+_MISSING = [name for name in ("numpy", "pandas", "matplotlib")
+            if importlib.util.find_spec(name) is None]
+if _MISSING:
+    raise SystemExit(f"poslab's analysis code needs {', '.join(_MISSING)}, which {sys.executable} "
+                     f"does not have: run it with /usr/bin/python3 (Debian's; apt-get install "
+                     f"python3-pandas python3-matplotlib), as `poslab plot` and `poslab report` do")

@@ -661,9 +661,11 @@ CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
       ->check(CLI::Range(1, 1024));
   CLI::Option* dry_run = run->add_flag(
       "--dry-run", options.dry_run,
-      "List the runs with their ids, directories and status (done/pending); write nothing");
+      "List the runs with their ids, directories and status (done, pending, stale, running, "
+      "incomplete; why a run is stale); write nothing");
   run->add_flag("--smoke", options.smoke,
-                "Apply the [smoke] overrides (a tiny version); results go to results/NAME-smoke/");
+                "Apply the [smoke] overrides (a tiny version: seconds to minutes, e.g. 43 s for "
+                "state_reuse's 30 runs with --jobs 2); results go to results/NAME-smoke/");
   run->add_option("--out", options.out,
                   "Results directory (default results/NAME, or results/NAME-smoke with --smoke)")
       ->type_name("DIR");
@@ -730,7 +732,7 @@ CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
   name = "no_a_long"              # grid point (train.init_from); inherits no_a's set, then
   from = "no_a"                   # applies its own
   set = { "train.seq_len" = 128, "train.steps" = 200 }
-  [smoke]                         # overrides applied by --smoke: a tiny version in seconds
+  [smoke]                         # overrides applied by --smoke: a tiny version (every run, few steps)
   "train.steps" = 5
 Every run's config is checked before anything runs; a mistake names the file, line and key
 (a `from` naming no variant, or variants that start from each other in a cycle, too).
