@@ -37,6 +37,9 @@ NOT_COMMITTED = {
     "state_reuse_conditions": "figures not committed: one memory panel mixes LM and task losses",
     # 589029a: two runs of a pilot, reported as numbers in docs/06.
     "pilots/state_reuse_clamp": "figures not committed: a two-run pilot reported in docs/06",
+    # Issue 36, PoSE: the extension figure colours its curves by scaling, so PoSE, RandPos and
+    # the fine-tune at 256 (all linear, s = 4) share one colour; docs/11 gives the table.
+    "pose": "figures not committed: PoSE, RandPos and the 256 fine-tune share PI's colour",
 }
 
 
