@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "config/config.hpp"
+#include "train/longrope_search.hpp"
 
 namespace poslab {
 
@@ -116,5 +117,19 @@ struct ExploreOptions {
   std::vector<int> factors = {1, 2, 4, 8};  // input lengths, x train.seq_len
 };
 int run_explore(const ExploreOptions& options, std::ostream& out);
+
+// `poslab longrope-search` (longrope_search_cmd.cpp): LongRoPE's evolutionary search of
+// per-pair factors on a finished rope run's validation loss at target_len.
+struct LongRopeSearchCommand {
+  std::string run_dir;
+  std::vector<std::string> overrides;  // --set, applied to the run's config
+  int target_len = 0;                  // L'
+  std::string out_dir;                 // "" = RUN/longrope_search_L<target>
+  std::string seeds = "pi,ntk,yarn";
+  int eval_batches = 4;                // validation batches per fitness evaluation
+  int eval_rows = 8;                   // rows per batch
+  LongRopeSearchOptions options;       // factor is set from target_len / train.seq_len
+};
+int run_longrope_search_command(const LongRopeSearchCommand& command, std::ostream& out);
 
 }  // namespace poslab

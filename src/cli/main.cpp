@@ -13,6 +13,7 @@
 //   poslab attention --run runs/quickstart --input "hello world" --mem-text "once upon a time"
 //   poslab report results/xl_terms
 //   poslab explore runs/sinusoidal runs/alibi --out runs/explorer
+//   poslab longrope-search --run runs/rope64 --target 256
 //
 // Exit codes: 0 success, 1 an error while running (a bad config, a missing file: one line
 // "poslab: error: ..." on stderr), 2 a usage error (an unknown option, a missing argument).
@@ -467,6 +468,59 @@ int run(int argc, char** argv) {
       "Example:\n"
       "  poslab attention --run runs/quickstart --input \"hello world\" --mem-text \"once upon a time\"");
 
+  LongRopeSearchCommand search;
+  CLI::App* longrope_search = app.add_subcommand(
+      "longrope-search",
+      "Search LongRoPE's per-pair rope factors for a longer context by evolution, on a trained "
+      "rope run's validation loss.");
+  longrope_search->add_option("--run", search.run_dir, "A finished run of encoding rope")
+      ->type_name("DIR")
+      ->required();
+  longrope_search
+      ->add_option("--target", search.target_len,
+                   "Target length L' (> the run's train.seq_len L); s = L' / L")
+      ->type_name("N")
+      ->required()
+      ->check(CLI::Range(2, 1 << 24));
+  longrope_search->add_option("--out", search.out_dir,
+                              "Output directory (default: DIR/longrope_search_L<N>)")
+      ->type_name("OUT");
+  longrope_search->add_option("--seeds", search.seeds,
+                              "The starting vectors, comma-separated among pi, ntk, yarn "
+                              "(default: all three)")
+      ->type_name("LIST");
+  longrope_search->add_option("--cap", search.options.cap,
+                              "Largest factor: code (1 + s, the released code) or paper (1.25 s)")
+      ->check(CLI::IsMember({"code", "paper"}));
+  longrope_search->add_option("--population", search.options.population, "Population (64)")
+      ->check(CLI::Range(2, 100000));
+  longrope_search->add_option("--iterations", search.options.iterations, "Iterations (40)")
+      ->check(CLI::Range(0, 100000));
+  longrope_search->add_option("--mutations", search.options.mutations,
+                              "Mutants per iteration (16)")
+      ->check(CLI::Range(0, 100000));
+  longrope_search->add_option("--crossovers", search.options.crossovers,
+                              "Crossover children per iteration (16)")
+      ->check(CLI::Range(0, 100000));
+  longrope_search->add_option("--parents", search.options.parents,
+                              "Parents kept per iteration (32; at most the population)")
+      ->check(CLI::Range(2, 100000));
+  longrope_search->add_option("--seed", search.options.seed, "Random seed of the search (1)");
+  longrope_search->add_option("--eval-batches", search.eval_batches,
+                              "Validation batches per fitness evaluation (4)")
+      ->check(CLI::Range(1, 1 << 20));
+  longrope_search->add_option("--eval-rows", search.eval_rows, "Rows per batch (8)")
+      ->check(CLI::Range(1, 1 << 20));
+  add_overrides(longrope_search, args);
+  longrope_search->footer(
+      "Fitness: the validation loss at --target with rope scaling longrope, factor s, original_len\n"
+      "L and long_factor = the candidate (docs/11, 'LongRoPE'). Population, mutation and crossover\n"
+      "as microsoft/LongRoPE's dim_mono search (src/train/longrope_search.hpp). Prints a line per\n"
+      "iteration; writes OUT/longrope_factors.toml (an [encoding] snippet), OUT/fitness.csv and\n"
+      "OUT/fitness.png.\n"
+      "Example:\n"
+      "  poslab longrope-search --run runs/rope64 --target 256");
+
   ExploreOptions explore_options;
   CLI::App* explore = app.add_subcommand(
       "explore", "Write the attention explorer of trained runs: a web page that opens from disk.");
@@ -545,14 +599,17 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     std::string message = e.what();
-    // CLI11 calls a misspelled command a missing one; name it instead.
-    const std::vector<std::string> commands = {"train", "eval", "bench", "encodings", "tasks",
-                                               "run", "plot", "attention", "report", "explore"};
+    // CLI11 calls a misspelled command a missing one; name it instead. The commands are read
+    // from the app, so a new one is never taken for a misspelling.
+    std::vector<std::string> commands;
+    for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; }))
+      commands.push_back(command->get_name());
     if (argc > 1 && argv[1][0] != '-' &&
-        std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
-      message = std::string("unknown command '") + argv[1] +
-                "'; the commands are train, eval, bench, encodings, tasks, run, plot, attention, "
-                "report and explore";
+        std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
+      message = std::string("unknown command '") + argv[1] + "'; the commands are ";
+      for (std::size_t i = 0; i < commands.size(); ++i)
+        message += (i == 0 ? "" : i + 1 == commands.size() ? " and " : ", ") + commands[i];
+    }
     std::cerr << "poslab: usage error: " << message
               << "\nRun `poslab --help` or `poslab COMMAND --help` for usage.\n";
     return 2;
@@ -583,6 +640,10 @@ int run(int argc, char** argv) {
     if (*plot) return run_python_script("poslab_plots.py", plot_dirs);
     if (*report) return run_report(report_options, std::cout);
     if (*explore) return run_explore(explore_options, std::cout);
+    if (*longrope_search) {
+      search.overrides = args.overrides;
+      return run_longrope_search_command(search, std::cout);
+    }
     if (*attention) {
       attention_options.mem_text_given = attention->count("--mem-text") > 0;
       return run_attention(attention_options, std::cout);

@@ -87,6 +87,7 @@ TOML
 : >empty.toml
 "$POSLAB" train --config tiny.toml --out finished >/dev/null 2>&1 || { echo "FAIL: cannot train the fixture run"; exit 1; }
 mkdir killed && cp finished/config.toml finished/metrics.csv killed/  # a run killed mid-way
+"$POSLAB" train --config tiny.toml --set encoding.type=rope --out finished_rope >/dev/null 2>&1 || { echo "FAIL: cannot train the rope fixture run"; exit 1; }
 cp -r finished forged && cp -r finished nan
 # forged: a 16 KB .npy whose header claims 536,870,912 floats (2 GiB)
 { printf '\x93NUMPY\x01\x00\x76\x00'
@@ -160,6 +161,12 @@ expect_error pose_learned_table "encoding.max_len (16) must be at least train.po
 expect_error pose_corpus_too_small "PoSE reads windows of 5 x train.seq_len = 40 tokens" "$POSLAB" "${T[@]}" --set encoding.type=rope --set train.pose_target_len=32 --set train.batch_size=1000 --out out
 expect_ok    pose_runs out_pose/eval.json "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=linear --set encoding.factor=4 --set train.pose_target_len=32 --out out_pose
 rm -rf out_pose
+# LongRoPE's search (issue 36 item 1): a run it cannot search, a target that does not extend.
+expect_error longrope_search_not_rope "its encoding is 'none'; the search rescales rope's pairs" "$POSLAB" longrope-search --run finished --target 32
+expect_error longrope_search_target "longrope-search --target 8: must be above the run's train.seq_len (8)" "$POSLAB" longrope-search --run finished_rope --target 8
+expect_error longrope_search_seed "unknown seed 'llama3' (pi, ntk or yarn)" "$POSLAB" longrope-search --run finished_rope --target 32 --seeds pi,llama3
+expect_error longrope_search_cap "--cap" "$POSLAB" longrope-search --run finished_rope --target 32 --cap wide
+expect_error longrope_search_out_taken "already holds files" "$POSLAB" longrope-search --run finished_rope --target 32 --out finished
 expect_error randomized_max_position "train.max_position (4) must be at least" "$POSLAB" "${T[@]}" --set train.randomized_positions=true --set train.max_position=4 --out out
 expect_error escaped_nul_out_dir 'it may not hold control characters' "$POSLAB" "${T[@]}" --set 'out_dir="out\u0000x"'
 expect_error length_factor_overflow "more positions than an int holds" "$POSLAB" "${T[@]}" --set 'eval.length_factors=[1e300]' --out out
