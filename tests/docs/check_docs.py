@@ -58,7 +58,7 @@ MARKED = re.compile(rf"({NUMBER})<!--=\s*(.+?)\s*-->", re.S)
 CLAIMS = re.compile(r"<!-- claims: (\S+) -->\n(.*?)<!-- /claims -->", re.S)
 RESULTS = re.compile(r"<!-- results -->(.*?)<!-- /results -->", re.S)
 DECIMAL = re.compile(r"(?<![\w.\-/])[-+]?\d+\.\d+(?!\w|\.\d)")
-COMMAND = re.compile(r"build/poslab ([a-z]+)((?:[^\n`]|\\\n)*)")
+COMMAND = re.compile(r"build/poslab ([a-z][a-z-]*)((?:[^\n`]|\\\n)*)")
 NEW_FILE = "<!-- a file you write -->"
 OUTPUT = re.compile(r"<!-- output: build/poslab ([^>]+?) -->\n```(\w*)\n(.*?)```", re.S)
 EXCERPT = re.compile(r"<!-- excerpt: ([^>]+?) -->\n```(\w*)\n(.*?)```", re.S)
@@ -316,7 +316,7 @@ def check_registry(readme, text, poslab, problems):
                             f"encodings) has no row in the table of encodings")
 
 
-HELP_EXAMPLE = re.compile(r"^\s*poslab ([a-z]+)\b([^\n]*)", re.M)
+HELP_EXAMPLE = re.compile(r"^\s*poslab ([a-z][a-z-]*)\b([^\n]*)", re.M)
 
 
 def check_help_examples(helps, problems):
