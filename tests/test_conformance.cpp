@@ -147,6 +147,20 @@ const std::vector<EdgeSet> kEdgeOptionSets = {
               {"original_len", std::int64_t(4)}, {"short_factor", std::string("1, 1.5")},
               {"long_factor", std::string("2, 8")}, {"longrope_factors", std::string("long")},
               {"start_tokens", std::int64_t(2)}}, false},
+    // Two position maps merged by distance (two_map_scores.hpp): calls cover distances up to 7,
+    // so windows of 1 and 2 put most visible pairs on the far map. Self-Extend's grouped
+    // positions floor(t / G) move with t mod G: a shift of all positions by 17 changes them, so
+    // the relative property (and with it the kit's reuse test) does not apply to it; ReRoPE and
+    // leaky ReRoPE are functions of r alone and get both.
+    {"rope", {{"scaling", std::string("self_extend")}, {"original_len", std::int64_t(8)},
+              {"neighbor_window", std::int64_t(2)}, {"group_size", std::int64_t(2)}}, false},
+    {"rope", {{"scaling", std::string("self_extend")}, {"original_len", std::int64_t(8)},
+              {"neighbor_window", std::int64_t(3)}, {"group_size", std::int64_t(3)},
+              {"fraction", 0.5}}, false},
+    {"rope", with_log_n({{"scaling", std::string("rerope")}, {"original_len", std::int64_t(8)},
+                         {"rerope_window", std::int64_t(2)}})},
+    {"rope", {{"scaling", std::string("leaky_rerope")}, {"original_len", std::int64_t(8)},
+              {"rerope_window", std::int64_t(1)}, {"leaky_factor", 3.0}, {"fraction", 0.5}}},
     // xPos: a strong decay within the kit's few positions (zeta_0 = 0.2 / 1.2, B = 2), and an
     // extreme one (gamma 0.01: zeta_0 = 0.0099, B = 1), where only the centring of the scales
     // (xpos.cpp) keeps q and k finite and the gradients checkable.

@@ -12,10 +12,12 @@
 //   attention_factor  a, on q and on k (logits by a^2);
 //   short_factor, long_factor  (longrope only) LongRoPE's lambda_i of each list; the first line
 //                says which one the call uses (K > L: long, strict, as Hugging Face).
+//   self_extend, rerope, leaky_rerope: a last line gives the two position maps and the window.
 // With log_n on (log_n_scaling.hpp; any encoding has it), a last line gives its factor at n = K.
 //
 // The key count K (dynamic_ntk) is --length, by default train.seq_len + memory.mem_len (a
 // training call with a full memory).
+#include <algorithm>
 #include <cstdio>
 #include <iomanip>
 #include <ostream>
@@ -130,6 +132,26 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
     if (scaling.start_tokens > 0)
       out << "positions 0 .. " << scaling.start_tokens - 1
           << " (start tokens) turn by theta, with amplitude 1.\n";
+  }
+  // The position-changing methods (rope_position_maps.hpp): the two maps and the window.
+  const std::int64_t w = scaling.rerope_window;
+  const long N = key_len;  // the farthest distance of a call over K keys is K - 1
+  if (scaling.method == RopeScalingMethod::self_extend) {
+    const std::int64_t G = scaling.group_size, W = scaling.neighbor_window;
+    out << "self_extend: distances r < W = " << W << " plain; r >= W: query at t // G + W - W // G"
+        << " = t // " << G << " + " << W - W / G << ", key at t // " << G
+        << " (G = group_size; integer division).\nlargest position used at K = " << N << ": "
+        << std::max<long>(W - 1, (N - 1) / G + W - W / G) << " (trained: < L = "
+        << scaling.original_len << "); the map stays inside L up to K = (L - W) G + W = "
+        << (scaling.original_len - W) * G + W << " keys.\n";
+  } else if (scaling.method == RopeScalingMethod::rerope) {
+    out << "rerope: r' = min(r, w), w = rerope_window = " << w
+        << ": far pairs read distance w (query at w, key unrotated).\n";
+  } else if (scaling.method == RopeScalingMethod::leaky_rerope) {
+    out << "leaky_rerope: r' = r for r < w = " << w << ", w + (r - w) / k beyond (k = leaky_factor = "
+        << short_number(scaling.leaky_factor) << "); at r = K - 1 = " << N - 1 << ": "
+        << short_number(N - 1 < w ? double(N - 1) : w + (N - 1 - w) / scaling.leaky_factor)
+        << ".\n";
   }
   const LogNScaling log_n = log_n_from_options(o);
   if (log_n.mode != LogNScaling::Mode::off)

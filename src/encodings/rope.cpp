@@ -54,6 +54,15 @@
 // same as one pass, because the segments' calls cover fewer keys than the single pass and so use
 // other bases (the conformance kit states this and tests what holds: each call equals ntk at s').
 //
+// self_extend, rerope and leaky_rerope (rope_position_maps.hpp) keep theta and change the
+// positions of far (query, key) pairs: two score passes merged by distance before the softmax.
+// They do not use hook (b); the rope turns its content term off and adds the whole merged score
+// as hook (c), from the unrotated q and k (two_map_scores.hpp; docs/07, "Scores from two
+// position maps"). Option `naive = true` computes those scores in the reference double loop
+// (the conformance kit compares both); the other methods have one path and ignore it.
+// Inference-time methods in the papers; training with them runs (the gradients are exact and
+// checked), but then the model learns the merged map itself, which is not what they study.
+//
 // Hook (b), in place on q [B, L, H d_h] and k [B, K, H d_h]. Backward: the Jacobian of the
 // scaled rotation a R is a R, so the gradient is a R^T dy (rotary.hpp), in place on dq and dk.
 // No parameters. The tables [rows, d_rot/2] (a cos, a sin, in double from the positions,
@@ -61,12 +70,15 @@
 // every layer of a step shares them, and a step allocates nothing once they have their size.
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
 #include "encodings/registry.hpp"
+#include "encodings/rope_position_maps.hpp"
 #include "encodings/rope_scaling.hpp"
 #include "encodings/rotary.hpp"
+#include "encodings/two_map_scores.hpp"
 
 namespace poslab {
 
@@ -89,9 +101,31 @@ class Rope : public Encoding<T> {
     theta_.resize(pairs_);
     plain_theta_.resize(pairs_);
     set_frequencies(0);
+    naive_ = o.get_bool("naive");
+    if (scaling_.uses_two_maps())
+      two_maps_ = std::make_unique<TwoMapScores<T>>(rope_two_map_rule(scaling_), theta_, H_, dh_);
   }
 
-  bool has_qk_transform() const override { return pairs_ > 0; }
+  bool has_qk_transform() const override { return pairs_ > 0 && !two_maps_; }
+  bool has_content_term() const override { return !two_maps_; }
+  bool has_score_terms() const override { return bool(two_maps_); }
+
+  // self_extend, rerope, leaky_rerope: scores [R, Hc, L, K] += the merged two-map scores.
+  void scores_forward(int /*layer*/, const AttentionGeometry& g, const T* q, const T* k, T scale,
+                      T* scores) override {
+    if (naive_)
+      two_map_scores_naive(two_maps_->rule(), theta_, dh_, g, q, k, scale, scores);
+    else
+      two_maps_->forward(g, q, k, scale, scores);
+  }
+  void scores_backward(int /*layer*/, const AttentionGeometry& g, const T* q, const T* k, T scale,
+                       const T* dscores, T* dq, T* dk) override {
+    if (naive_)
+      two_map_scores_naive_backward(two_maps_->rule(), theta_, dh_, g, q, k, scale, dscores, dq,
+                                    dk);
+    else
+      two_maps_->backward(g, q, k, scale, dscores, dq, dk);
+  }
 
   void qk_forward(int /*layer*/, const AttentionGeometry& g, T* q, T* k) override {
     prepare(g);
@@ -151,6 +185,8 @@ class Rope : public Encoding<T> {
   std::vector<double> plain_theta_;      // [pairs]: theta, for longrope's start tokens
   std::int64_t theta_key_len_ = 0;       // the key count theta_ was computed for (dynamic_ntk)
   RotaryTable<T> q_table_, k_table_;
+  bool naive_ = false;
+  std::unique_ptr<TwoMapScores<T>> two_maps_;  // self_extend, rerope, leaky_rerope
 };
 
 std::optional<ConfigProblem> rope_rule(const Config& config) {
@@ -172,13 +208,16 @@ EncodingInfo rope_encoding_info() {
        "rotate the first 2 round(fraction d_h / 2) dims of each head, leave the rest "
        "unchanged (GPT-NeoX rotary_pct)",
        0, 1},
+      {"naive", false,
+       "self_extend, rerope, leaky_rerope: compute the merged scores in the reference double "
+       "loop over (i, j) (tests; slow); the other methods ignore it"},
   };
   for (OptionSpec& o : rope_scaling_options()) options.push_back(std::move(o));
   return {"rope",
           EncodingFamily::relative,
           "RoPE: rotate each (2p, 2p+1) pair of q and k by position * base^(-2p/d_rot), so "
           "q.k depends on i - j only; no parameters; optional context-extension scaling "
-          "(linear, ntk, dynamic_ntk, yarn, llama3, longrope)",
+          "(linear, ntk, dynamic_ntk, yarn, llama3, longrope; self_extend, rerope, leaky_rerope)",
           "Su et al. 2021",
           std::move(options),
           factory_float<Rope>(),

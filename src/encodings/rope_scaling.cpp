@@ -23,7 +23,19 @@ RopeScalingMethod method_of(const std::string& name) {
 
 bool needs_original_len(RopeScalingMethod m) {
   return m == RopeScalingMethod::dynamic_ntk || m == RopeScalingMethod::yarn ||
-         m == RopeScalingMethod::llama3 || m == RopeScalingMethod::longrope;
+         m == RopeScalingMethod::llama3 || m == RopeScalingMethod::longrope ||
+         m == RopeScalingMethod::self_extend || m == RopeScalingMethod::rerope ||
+         m == RopeScalingMethod::leaky_rerope;
+}
+
+bool two_maps(RopeScalingMethod m) {
+  return m == RopeScalingMethod::self_extend || m == RopeScalingMethod::rerope ||
+         m == RopeScalingMethod::leaky_rerope;
+}
+
+// Whether option `key` is at its default value.
+bool at_default(const Options& o, const char* key) {
+  return o.values().at(key) == Options::defaults(rope_scaling_options()).values().at(key);
 }
 
 const std::vector<std::string>& longrope_factors_names() {
@@ -87,8 +99,10 @@ void mix(double s, int pairs, RotaryPair* out) {
 }  // namespace
 
 const std::vector<std::string>& rope_scaling_names() {
-  static const std::vector<std::string> names = {"none", "linear", "ntk", "dynamic_ntk", "yarn",
-                                                 "llama3", "longrope"};
+  static const std::vector<std::string> names = {"none",   "linear",   "ntk",
+                                                 "dynamic_ntk", "yarn", "llama3",
+                                                 "longrope", "self_extend", "rerope",
+                                                 "leaky_rerope"};
   return names;
 }
 
@@ -128,6 +142,8 @@ bool RopeScaling::depends_on_key_count() const {
          (method == RopeScalingMethod::longrope && longrope_factors == Factors::by_length);
 }
 
+bool RopeScaling::uses_two_maps() const { return two_maps(method); }
+
 double RopeScaling::attention_factor() const {
   if (attention_factor_option > 0) return attention_factor_option;
   if (method == RopeScalingMethod::yarn && factor > 1) return 0.1 * std::log(factor) + 1.0;
@@ -145,7 +161,9 @@ std::vector<OptionSpec> rope_scaling_options() {
   return {
       {"scaling", std::string("none"),
        "context extension of a model trained at original_len (docs/05, `poslab encodings "
-       "--describe rope`): none, linear (PI), ntk, dynamic_ntk, yarn, llama3 or longrope",
+       "--describe rope`): none, linear (PI), ntk, dynamic_ntk, yarn, llama3, longrope, or, "
+       "changing the positions of far keys with two score passes, self_extend, rerope, "
+       "leaky_rerope",
        -std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity(),
        rope_scaling_names()},
       {"factor", 1.0, "scale s (> 0): the context is extended s times; ignored by none", 0},
@@ -178,6 +196,22 @@ std::vector<OptionSpec> rope_scaling_options() {
        "longrope: n_hat, positions 0 .. n_hat - 1 keep the plain frequencies, unscaled (the "
        "paper's start-token retention)",
        0, 1 << 24},
+      {"group_size", std::int64_t(8),
+       "self_extend: G, keys at distance >= neighbor_window get grouped positions floor(t / G) "
+       "(LongLM's group_size_1, default 8; llama.cpp's --grp-attn-n)",
+       1, 1 << 24},
+      {"neighbor_window", std::int64_t(1024),
+       "self_extend: W, keys at distance < W keep plain RoPE; must be a multiple of group_size "
+       "and < original_len (LongLM's group_size_2, default 1024)",
+       1, 1 << 24},
+      {"rerope_window", std::int64_t(512),
+       "rerope, leaky_rerope: w, distances >= w are clipped to w (rerope) or continue with "
+       "slope 1 / leaky_factor (leaky); < original_len (Su's code: 512)",
+       1, 1 << 24},
+      {"leaky_factor", 16.0,
+       "leaky_rerope: k > 1, beyond rerope_window the distance grows by 1 / k per token "
+       "(Su's scaling_factor, 16)",
+       0},
   };
 }
 
@@ -194,6 +228,68 @@ std::optional<ConfigProblem> rope_scaling_problem(const Options& o) {
         return ConfigProblem{{std::string("encoding.") + key, "encoding.scaling"},
                              std::string("encoding.") + key + " is an option of longrope; it has "
                              "no effect with " + scaling};
+  for (const char* key : {"group_size", "neighbor_window"})
+    if (m != RopeScalingMethod::self_extend && !at_default(o, key))
+      return ConfigProblem{{std::string("encoding.") + key, "encoding.scaling"},
+                           std::string("encoding.") + key + " is an option of self_extend; it "
+                           "has no effect with " + scaling};
+  if (m != RopeScalingMethod::rerope && m != RopeScalingMethod::leaky_rerope &&
+      !at_default(o, "rerope_window"))
+    return ConfigProblem{{"encoding.rerope_window", "encoding.scaling"},
+                         "encoding.rerope_window is an option of rerope and leaky_rerope; it has "
+                         "no effect with " + scaling};
+  if (m != RopeScalingMethod::leaky_rerope && !at_default(o, "leaky_factor"))
+    return ConfigProblem{{"encoding.leaky_factor", "encoding.scaling"},
+                         "encoding.leaky_factor is an option of leaky_rerope; it has no effect "
+                         "with " + scaling};
+  if (two_maps(m)) {
+    // These keep every frequency and amplitude; a factor would silently mean nothing.
+    if (s != 1 || !at_default(o, "attention_factor"))
+      return ConfigProblem{{s != 1 ? "encoding.factor" : "encoding.attention_factor",
+                            "encoding.scaling"},
+                           std::string(s != 1 ? "encoding.factor" : "encoding.attention_factor") +
+                               " has no effect with " + scaling + " (it keeps RoPE's "
+                               "frequencies and changes positions; its options are " +
+                               (m == RopeScalingMethod::self_extend
+                                    ? "group_size and neighbor_window)"
+                                    : m == RopeScalingMethod::rerope
+                                          ? "rerope_window)"
+                                          : "rerope_window and leaky_factor)")};
+    const std::int64_t L = o.get_int("original_len");
+    if (L < 1)
+      return ConfigProblem{{"encoding.original_len", "encoding.scaling"},
+                           "encoding.original_len must be set (>= 1, the length the model was "
+                           "trained at) with " + scaling};
+    if (m == RopeScalingMethod::self_extend) {
+      const std::int64_t G = o.get_int("group_size"), W = o.get_int("neighbor_window");
+      // G | W: the official Llama.py writes W - W / G in true division, Llama_4_40.py W // G;
+      // the two agree only when G divides W (REFERENCE.md, Self-Extend, edge cases).
+      if (W % G != 0)
+        return ConfigProblem{{"encoding.neighbor_window", "encoding.group_size"},
+                             "encoding.neighbor_window (" + std::to_string(W) +
+                                 ") must be a multiple of encoding.group_size (" +
+                                 std::to_string(G) + "): Self-Extend's shift W - W / G is "
+                                 "then the same in integer and true division"};
+      if (W >= L)
+        return ConfigProblem{{"encoding.neighbor_window", "encoding.original_len"},
+                             "encoding.neighbor_window (" + std::to_string(W) +
+                                 ") must be < encoding.original_len (" + std::to_string(L) +
+                                 "): the neighbour distances 0 .. W - 1 must be trained ones"};
+    } else {
+      const std::int64_t w = o.get_int("rerope_window");
+      if (w >= L)
+        return ConfigProblem{{"encoding.rerope_window", "encoding.original_len"},
+                             "encoding.rerope_window (" + std::to_string(w) +
+                                 ") must be < encoding.original_len (" + std::to_string(L) +
+                                 "): the clipped distance w must be a trained one"};
+      const double k = o.get_double("leaky_factor");
+      if (m == RopeScalingMethod::leaky_rerope && (!(k > 1) || !std::isfinite(k)))
+        return ConfigProblem{{"encoding.leaky_factor"},
+                             "encoding.leaky_factor must be a finite number > 1 (the slope "
+                             "beyond rerope_window is 1 / k; k = 1 is plain RoPE), got " +
+                                 number_text(k)};
+    }
+  }
   if (m == RopeScalingMethod::none && s != 1)
     return ConfigProblem{{"encoding.factor", "encoding.scaling"},
                          "encoding.factor (" + number_text(s) +
@@ -250,6 +346,10 @@ RopeScaling rope_scaling_from_options(const Options& o) {
                                            : RopeScaling::Factors::by_length;
     s.start_tokens = o.get_int("start_tokens");
   }
+  s.group_size = o.get_int("group_size");
+  s.neighbor_window = o.get_int("neighbor_window");
+  s.rerope_window = o.get_int("rerope_window");
+  s.leaky_factor = o.get_double("leaky_factor");
   return s;
 }
 
@@ -273,6 +373,9 @@ void scaled_frequencies(const RopeScaling& sc, double b, int pairs, std::int64_t
   const int d = 2 * pairs;
   for (int i = 0; i < pairs; ++i) out[i] = {plain_theta(b, i, pairs), 0.0, 0.0};
   switch (sc.method) {
+    case RopeScalingMethod::self_extend:  // positions change, not frequencies
+    case RopeScalingMethod::rerope:
+    case RopeScalingMethod::leaky_rerope:
     case RopeScalingMethod::none:
       for (int i = 0; i < pairs; ++i) out[i].theta_scaled = out[i].theta;
       return;

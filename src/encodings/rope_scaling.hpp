@@ -23,6 +23,13 @@
 //                0 <= p < start_tokens (n_hat, the paper's start-token retention) turn by the
 //                plain theta_i with amplitude 1 (the released MixedLongRoPEScaledRotaryEmbedding
 //                overwrites their cos and sin with the unscaled table)
+//   self_extend, rerope, leaky_rerope   theta'_i = theta_i; these change the POSITIONS of far
+//                (query, key) pairs instead, with two score passes merged by distance
+//                (two_map_scores.hpp, rope_position_maps.hpp):
+//     self_extend  (Jin et al. 2024) distance r < W = neighbor_window: plain; else the grouped
+//                  positions floor(t_i / G) + W - W / G and floor(t_j / G), G = group_size
+//     rerope       (Su 2023) r < w = rerope_window: plain; else the distance is w
+//     leaky_rerope (Su 2023) r < w: plain; else w + (r - w) / k, k = leaky_factor
 //   llama3       g_i = 0 where lambda_i < L / high_freq_factor (kept), 1 where lambda_i >
 //                L / low_freq_factor (divided by s), else 1 - (L / lambda_i - low_freq_factor) /
 //                (high_freq_factor - low_freq_factor); theta'_i as for yarn
@@ -45,10 +52,12 @@
 
 namespace poslab {
 
-enum class RopeScalingMethod { none, linear, ntk, dynamic_ntk, yarn, llama3, longrope };
+enum class RopeScalingMethod {
+  none, linear, ntk, dynamic_ntk, yarn, llama3, longrope, self_extend, rerope, leaky_rerope
+};
 
-// "none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope": the values of option
-// `scaling`.
+// "none", "linear", "ntk", "dynamic_ntk", "yarn", "llama3", "longrope", "self_extend", "rerope",
+// "leaky_rerope": the values of option `scaling`.
 const std::vector<std::string>& rope_scaling_names();
 
 struct RopeScaling {
@@ -65,6 +74,13 @@ struct RopeScaling {
   enum class Factors { by_length, short_only, long_only };  // option longrope_factors
   Factors longrope_factors = Factors::by_length;
   std::int64_t start_tokens = 0;  // longrope: n_hat
+  std::int64_t group_size = 8;         // self_extend: G
+  std::int64_t neighbor_window = 1024; // self_extend: W
+  std::int64_t rerope_window = 512;    // rerope, leaky_rerope: w
+  double leaky_factor = 16;            // leaky_rerope: k (slope 1 / k beyond w)
+
+  // Whether the method merges two score passes (self_extend, rerope, leaky_rerope).
+  bool uses_two_maps() const;
 
   // longrope: whether a call covering `key_len` keys uses long_factor (K > L, or fixed).
   bool uses_long_factors(std::int64_t key_len) const;
@@ -82,7 +98,8 @@ struct RopeScaling {
 
 // The options `scaling`, `factor`, `original_len`, `beta_fast`, `beta_slow`, `attention_factor`,
 // `low_freq_factor`, `high_freq_factor`, `short_factor`, `long_factor`, `longrope_factors`,
-// `start_tokens` with their defaults (none: plain RoPE).
+// `start_tokens`, `group_size`, `neighbor_window`, `rerope_window`, `leaky_factor` with their
+// defaults (none: plain RoPE).
 std::vector<OptionSpec> rope_scaling_options();
 
 // Reads them back (the option keys above must be declared); throws std::invalid_argument on a
