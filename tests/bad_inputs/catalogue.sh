@@ -85,6 +85,8 @@ steps = 2
 batches = 1
 TOML
 : >empty.toml
+# Self-Extend with W not a multiple of G, in a file: the error names file and line.
+{ cat tiny.toml; printf '[encoding]\ntype = "rope"\nscaling = "self_extend"\noriginal_len = 8\nneighbor_window = 6\ngroup_size = 4\n'; } >self_extend_bad.toml
 "$POSLAB" train --config tiny.toml --out finished >/dev/null 2>&1 || { echo "FAIL: cannot train the fixture run"; exit 1; }
 mkdir killed && cp finished/config.toml finished/metrics.csv killed/  # a run killed mid-way
 "$POSLAB" train --config tiny.toml --set encoding.type=rope --out finished_rope >/dev/null 2>&1 || { echo "FAIL: cannot train the rope fixture run"; exit 1; }
@@ -149,6 +151,14 @@ expect_error rope_original_len_too_large "encoding.original_len must be in [0, 1
 expect_error log_n_len_unset "encoding.log_n_len must be >= 2" "$POSLAB" "${T[@]}" --set encoding.type=alibi --set encoding.log_n=always --out out
 expect_error longrope_list_length "encoding.short_factor has 2 factors; it needs one per rotated pair, d_rot / 2 = 8" "$POSLAB" "${T[@]}" --set model.d_model=32 --set model.n_heads=2 --set encoding.type=rope --set encoding.scaling=longrope --set encoding.factor=4 --set encoding.original_len=64 --set encoding.short_factor=1,2 --set encoding.long_factor=1,2 --out out
 expect_error longrope_decreasing "encoding.long_factor must not decrease" "$POSLAB" "${T[@]}" --set model.d_model=32 --set model.n_heads=2 --set encoding.type=rope --set encoding.scaling=longrope --set encoding.factor=4 --set encoding.original_len=64 --set encoding.short_factor=1,1,1,1,1,1,1,1 --set encoding.long_factor=2,1,1,1,1,1,1,1 --out out
+# Self-Extend, ReRoPE, leaky ReRoPE (issue 36): rope's two-map scalings.
+SE=(--set encoding.type=rope --set encoding.original_len=8)
+expect_error self_extend_window_not_multiple 'self_extend_bad.toml:18: encoding.neighbor_window (6) must be a multiple of encoding.group_size (4)' "$POSLAB" train --config self_extend_bad.toml --out out
+expect_error self_extend_window_too_long "encoding.neighbor_window (8) must be < encoding.original_len (8)" "$POSLAB" "${T[@]}" "${SE[@]}" --set encoding.scaling=self_extend --set encoding.neighbor_window=8 --set encoding.group_size=4 --out out
+expect_error rerope_window_too_long "encoding.rerope_window (8) must be < encoding.original_len (8)" "$POSLAB" "${T[@]}" "${SE[@]}" --set encoding.scaling=rerope --set encoding.rerope_window=8 --out out
+expect_error leaky_rerope_slope "encoding.leaky_factor must be a finite number > 1" "$POSLAB" "${T[@]}" "${SE[@]}" --set encoding.scaling=leaky_rerope --set encoding.rerope_window=4 --set encoding.leaky_factor=1 --out out
+expect_error self_extend_with_factor "encoding.factor has no effect with encoding.scaling = self_extend" "$POSLAB" "${T[@]}" "${SE[@]}" --set encoding.scaling=self_extend --set encoding.neighbor_window=4 --set encoding.group_size=2 --set encoding.factor=4 --out out
+expect_error rerope_option_with_yarn "encoding.rerope_window is an option of rerope and leaky_rerope" "$POSLAB" "${T[@]}" "${SE[@]}" --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.rerope_window=4 --out out
 expect_error rope_factor_without_scaling "has no effect with encoding.scaling = none" "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.factor=4 --out out
 # PoSE (issue 36): a target that does not extend, an encoding or setup it cannot apply to.
 expect_error pose_target_below_len "pose_low.toml:$pose_low_line: train.pose_target_len (4): the PoSE target length must be above train.seq_len (8)" "$POSLAB" train --config pose_low.toml --set encoding.type=rope --out out
