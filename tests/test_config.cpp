@@ -107,6 +107,8 @@ void check_same(const Config& a, const Config& b) {
   CHECK(a.eval.length_factors == b.eval.length_factors);
   CHECK(a.eval.memory_factors == b.eval.memory_factors);
   CHECK(a.eval.batches == b.eval.batches);
+  CHECK(a.eval.copy_distance == b.eval.copy_distance);
+  CHECK(a.eval.copy_min_match == b.eval.copy_min_match);
   CHECK(a.task.name == b.task.name);
   const bool same_task_options = a.task.options.values() == b.task.options.values();
   CHECK(same_task_options);
@@ -507,6 +509,19 @@ TEST_CASE("eval.stride: off by default, 1 to the shortest evaluated length, lang
   CHECK_THROWS_WITH(load("[eval]\nstride = 4\n[task]\nname = \"copy\"\n"),
                     Contains("quick.toml:2: eval.stride: sliding-window evaluation reads a text "
                              "stream") && Contains("not task 'copy'"));
+}
+
+TEST_CASE("eval.copy_distance: off by default, k >= 1, language models only", "[config][errors]") {
+  CHECK_FALSE(load("").eval.copy_distance);
+  CHECK(load("").eval.copy_min_match == 8);
+  const Config on = load("[eval]\ncopy_distance = true\ncopy_min_match = 3\n");
+  CHECK(on.eval.copy_distance);
+  CHECK(on.eval.copy_min_match == 3);
+  CHECK_THROWS_WITH(load("[eval]\ncopy_distance = true\ncopy_min_match = 0\n"),
+                    "quick.toml:3: eval.copy_min_match must be >= 1, got 0");
+  CHECK_THROWS_WITH(load("[eval]\ncopy_distance = true\n[task]\nname = \"copy\"\n"),
+                    Contains("quick.toml:2: eval.copy_distance: the loss by copy distance is for "
+                             "language models") && Contains("not task 'copy'"));
 }
 
 TEST_CASE("eval factors are arrays of numbers, each checked on its own", "[config][errors]") {

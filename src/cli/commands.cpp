@@ -133,6 +133,32 @@ nlohmann::json evaluate_sliding_setting(TransformerLM<float>& model, const Confi
   return row;
 }
 
+// The loss by copy distance of one setting (train/copy_distance.hpp), as eval.json holds it:
+// per bucket b its distances [2^b, 2^(b+1)) as distance_low/distance_high (the last bucket ends
+// at the segment length), the scored copy bytes in it (`tokens`) and their mean loss (nats/byte,
+// null when there are none); the same two numbers for bytes whose match continues otherwise
+// (mismatch) and for bytes with no match (the reference).
+nlohmann::json copy_distance_json(const CopyDistanceLoss& c, int seq_len) {
+  auto mean = [](double sum, double n) { return n > 0 ? nlohmann::json(sum / n) : nlohmann::json(); };
+  nlohmann::json low = nlohmann::json::array(), high = nlohmann::json::array(),
+                 tokens = nlohmann::json::array(), loss = nlohmann::json::array();
+  for (std::size_t b = 0; b < c.bucket_loss.size(); ++b) {
+    low.push_back(1L << b);
+    high.push_back(std::min(2L << b, long(seq_len)));  // exclusive
+    tokens.push_back(long(c.bucket_tokens[b]));
+    loss.push_back(mean(c.bucket_loss[b], c.bucket_tokens[b]));
+  }
+  return {{"min_match", c.min_match},
+          {"distance_low", low},
+          {"distance_high", high},
+          {"tokens", tokens},
+          {"loss", loss},
+          {"mismatch_tokens", long(c.mismatch_tokens)},
+          {"mismatch_loss", mean(c.mismatch_loss, c.mismatch_tokens)},
+          {"no_match_tokens", long(c.no_match_tokens)},
+          {"no_match_loss", mean(c.no_match_loss, c.no_match_tokens)}};
+}
+
 // Evaluates one setting. A setting the model cannot run (a learned table too short for the
 // length) is recorded with its error, not dropped. peak_memory_mb is the peak resident memory of
 // the process during this setting alone.
@@ -148,9 +174,12 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
     auto source = evaluation_source(cfg, s);
     if (s.sample_positions)
       model.enable_randomized_positions(kEvaluationPositionSeed, cfg.train.max_position);
+    std::optional<CopyDistanceLoss> copy_distance;  // eval.copy_distance
+    if (cfg.eval.copy_distance) copy_distance.emplace(cfg.eval.copy_min_match, s.seq_len);
     reset_peak_memory();
     const EvalResult r = evaluate(model, *source, cfg.eval.batches, s.mem_len,
-                                  cfg.memory.continue_positions, s.sample_positions, token_losses);
+                                  cfg.memory.continue_positions, s.sample_positions, token_losses,
+                                  copy_distance ? &*copy_distance : nullptr);
     const auto [low, high] = wilson_interval(r.exact_match, r.rows);
     row.update({{"loss", r.loss},
                 {"accuracy", r.accuracy},
@@ -161,6 +190,7 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
                 {"tokens", r.tokens},
                 {"peak_memory_mb", double(peak_memory_bytes()) / (1 << 20)},
                 {"loss_by_position", r.loss_by_position}});
+    if (copy_distance) row["copy_distance"] = copy_distance_json(*copy_distance, s.seq_len);
     std::cout << std::fixed << std::setprecision(4) << "eval " << std::setw(6) << s.kind
               << " x" << std::setprecision(2) << s.factor << std::setprecision(4) << ": segment "
               << s.seq_len << ", memory " << s.mem_len << " | loss " << r.loss << " | accuracy "

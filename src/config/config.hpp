@@ -130,6 +130,12 @@ struct EvalConfig {
   // scoring its last `stride` bytes (so every scored byte sees at least length - stride bytes
   // before it), without memory. -1 = off; otherwise 1 <= stride <= the shortest such length.
   int stride = -1;
+  // Loss by copy distance (train/copy_distance.hpp, docs/06), language models only: every
+  // chunked evaluation row (main, length, memory) also reports the mean loss of the bytes that
+  // continue a string of at least copy_min_match bytes seen d bytes earlier in the segment,
+  // bucketed by d in powers of two, beside the bytes with a wrong continuation or no match.
+  bool copy_distance = false;
+  int copy_min_match = 8;  // k >= 1: the shortest repeated string that counts as a match
   int batches = 16;  // batches per setting of the final evaluation plan (0 = one whole pass;
                      // a generated task's evaluation set is this many batches, 0 -> 16)
   // Which held-out data the final evaluation plan reads: "valid" while choosing settings,

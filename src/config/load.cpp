@@ -433,6 +433,8 @@ const std::vector<Field>& schema() {
                (Bounds{.min = 0, .min_included = false, .max_included = false})),
       LIST_KEY(eval, memory_factors, (Bounds{.min = 0, .max_included = false})),
       KEY(eval, stride, at_least(-1)),   // -1 = off; 0 refused below, with the reason
+      KEY(eval, copy_distance, anything()),
+      KEY(eval, copy_min_match, at_least(1)),
       KEY(eval, batches, at_least(0)),
       KEY(eval, split, one_of({"valid", "test"})),
       KEY(eval, batch_size, at_least(0)),
@@ -814,6 +816,11 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
            "length, " + which + " = " + std::to_string(shortest) + " bytes: a window cannot "
            "move by more than its own length");
   }
+  // Loss by copy distance reads text for repeated strings: a language model's business.
+  if (e.copy_distance && config.task.name != "lm")
+    fail(blame({"eval.copy_distance", "task.name"}),
+         "eval.copy_distance: the loss by copy distance is for language models (task.name = "
+         "\"lm\"), not task '" + config.task.name + "'");
   // That every instance fits its length is the rule of task "lm" (tasks/lm.cpp).
   // The rules of the chosen encoding and task (learned's max_len covers the evaluated lengths,
   // a generated task's tokens fit the vocabulary), written by their owners.

@@ -283,6 +283,28 @@ constexpr const char* kRunColumns[] = {"in_distribution_ok", "unigram_loss", "bi
                                        "train_loss", "train_tokens_per_second", "train_seconds",
                                        "commit"};
 
+// loss_by_copy_distance.csv: after the setting, k, the class (copy, mismatch, no_match), the
+// copy bytes' distances [distance_low, distance_high), the scored bytes and their mean loss.
+constexpr const char* kCopyDistanceColumns[] = {"min_match", "class", "distance_low",
+                                                "distance_high", "tokens", "loss"};
+
+// The lines of one setting's eval.json "copy_distance" (cli/commands.cpp writes it): one per
+// bucket of copy bytes, then mismatch and no_match.
+std::vector<nlohmann::json> copy_distance_lines(const nlohmann::json& c) {
+  std::vector<nlohmann::json> lines;
+  const nlohmann::json k = c.value("min_match", nlohmann::json());
+  const nlohmann::json& low = c["distance_low"];
+  for (std::size_t b = 0; b < low.size(); ++b)
+    lines.push_back({{"min_match", k}, {"class", "copy"}, {"distance_low", low[b]},
+                     {"distance_high", c["distance_high"][b]}, {"tokens", c["tokens"][b]},
+                     {"loss", c["loss"][b]}});
+  for (const char* what : {"mismatch", "no_match"})
+    lines.push_back({{"min_match", k}, {"class", what},
+                     {"tokens", c.value(std::string(what) + "_tokens", nlohmann::json())},
+                     {"loss", c.value(std::string(what) + "_loss", nlohmann::json())}});
+  return lines;
+}
+
 }  // namespace
 
 std::vector<std::string> write_summary(const Study& study, const std::vector<PlannedRun>& runs,
@@ -316,9 +338,15 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
   for (const char* c : kSettingColumns) header.push_back(c);
   if (passkey) header.push_back(kPasskeyGreedyColumn);
   for (const char* c : kRunColumns) header.push_back(c);
+  // loss_by_copy_distance.csv (eval.copy_distance): the setting, then one line per class
+  // and bucket of train/copy_distance.hpp; written only when some run measured it.
+  std::vector<Cell> copies_header = positions_header;
+  for (const char* c : kCopyDistanceColumns) copies_header.push_back(c);
   for (const char* c : {"position", "loss"}) positions_header.push_back(c);
 
   std::string summary = csv_line(header), positions = csv_line(positions_header);
+  std::string copies = csv_line(copies_header);
+  bool any_copies = false;
   for (const PlannedRun& run : runs) {
     const fs::path dir = layout.run_dir(run);
     if (!fs::is_directory(dir) || !RunDirectory::open(dir).is_complete()) continue;
@@ -348,6 +376,16 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
                                                  : json_cell(eval, c));
       summary += csv_line(row);
 
+      if (e.contains("copy_distance") && e["copy_distance"].is_object()) {
+        any_copies = true;
+        for (const nlohmann::json& line : copy_distance_lines(e["copy_distance"])) {
+          std::vector<Cell> cells(who.begin() + 1, who.end());
+          cells.insert(cells.end(), setting.begin(), setting.end());
+          for (const char* c : kCopyDistanceColumns) cells.push_back(json_cell(line, c));
+          copies += csv_line(cells);
+        }
+      }
+
       if (!e.contains("loss_by_position") || !e["loss_by_position"].is_array()) continue;
       const nlohmann::json& losses = e["loss_by_position"];
       for (std::size_t p = 0; p < losses.size(); ++p) {
@@ -362,6 +400,7 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
   fs::create_directories(layout.root);
   write_file_atomically(layout.summary(), summary);
   write_file_atomically(layout.loss_by_position(), positions);
+  if (any_copies) write_file_atomically(layout.loss_by_copy_distance(), copies);
   return commits;
 }
 

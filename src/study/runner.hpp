@@ -15,6 +15,8 @@
 //   runs/<run>.log             the run's stdout and stderr
 //   summary.csv                one row per (finished run, evaluation setting)
 //   loss_by_position.csv       one row per (finished run, evaluation setting, position)
+//   loss_by_copy_distance.csv  eval.copy_distance: one row per (finished run, setting, class,
+//                              distance bucket); only when some run measured it
 //   commands.txt               --export commands only
 //   slurm/<time>/, slurm/header.sh   --export slurm only (slurm_export.hpp)
 //
@@ -70,6 +72,7 @@ struct StudyLayout {
   }
   std::filesystem::path summary() const { return root / "summary.csv"; }
   std::filesystem::path loss_by_position() const { return root / "loss_by_position.csv"; }
+  std::filesystem::path loss_by_copy_distance() const { return root / "loss_by_copy_distance.csv"; }
   std::filesystem::path commands() const { return root / "commands.txt"; }
 };
 

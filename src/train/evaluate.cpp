@@ -8,7 +8,7 @@ namespace poslab {
 
 EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_batches,
                     int mem_len, bool continue_positions, bool sample_positions,
-                    std::vector<float>* token_losses) {
+                    std::vector<float>* token_losses, CopyDistanceLoss* copy_distance) {
   const int B = source.batch(), L = source.len(), V = model.config().vocab_size;
   const std::int64_t pass = source.batches_per_pass();
   const int n_batches = int(max_batches > 0 ? std::min<std::int64_t>(max_batches, pass) : pass);
@@ -34,6 +34,9 @@ EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_ba
     const float* loss = model.token_loss().data();
     const float* logits = model.logits().data();
     for (int row = 0; row < B; ++row) {
+      if (copy_distance)  // the row's targets by copy distance, from its own bytes
+        copy_distance->add_row(b.inputs.data() + long(row) * L, b.targets.data() + long(row) * L,
+                               loss + long(row) * L, w ? w + long(row) * L : nullptr, L);
       double row_scored = 0, row_correct = 0;
       for (int i = 0; i < L; ++i) {
         const long n = long(row) * L + i;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "data/batch_source.hpp"
+#include "train/copy_distance.hpp"
 #include "model/transformer.hpp"
 
 namespace poslab {
@@ -31,9 +32,12 @@ struct EvalResult {
 // batch, row by row, position by position): with the same source, batch and segment length,
 // token k is the same text whatever the memory, so two evaluations can be compared token by
 // token (the relative effective context length needs it, notebooks/recl.py).
+// copy_distance, if given, accumulates the loss of every scored token by copy distance
+// (train/copy_distance.hpp, eval.copy_distance); its buckets must cover the source's length.
 EvalResult evaluate(TransformerLM<float>& model, BatchSource& source, int max_batches,
                     int mem_len, bool continue_positions = false, bool sample_positions = false,
-                    std::vector<float>* token_losses = nullptr);
+                    std::vector<float>* token_losses = nullptr,
+                    CopyDistanceLoss* copy_distance = nullptr);
 
 // The same over a token stream (the validation split of a corpus), cut into `batch` rows.
 EvalResult evaluate_stream(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,

@@ -195,6 +195,11 @@ expect_error passkey_filler_longer_than_split "which holds only" "$POSLAB" "${T[
 expect_error stride_zero "eval.stride = 0: a sliding window must move by at least 1 byte" "$POSLAB" "${T[@]}" --set eval.stride=0 --out out
 expect_error stride_above_length "eval.stride (9) is above the shortest evaluated length, train.seq_len = 8 bytes" "$POSLAB" "${T[@]}" --set eval.stride=9 --out out
 expect_error stride_not_lm "sliding-window evaluation reads a text stream" "$POSLAB" "${T[@]}" --set task.name=copy --set eval.stride=4 --out out
+# Loss by copy distance (issue 35): a match shorter than one byte, or a task that is not text.
+# (Its buckets are powers of two up to each evaluated length, never configured: none can lie
+# beyond it.)
+expect_error copy_min_match_zero "eval.copy_min_match must be >= 1, got 0" "$POSLAB" "${T[@]}" --set eval.copy_distance=true --set eval.copy_min_match=0 --out out
+expect_error copy_distance_not_lm "eval.copy_distance: the loss by copy distance is for language models" "$POSLAB" "${T[@]}" --set task.name=copy --set eval.copy_distance=true --out out
 # --- Accepted bad input ---------------------------------------------------------------------
 expect_error nonfinite_eps "train.eps must be a finite number" "$POSLAB" "${T[@]}" --set train.eps=inf --out out
 expect_error option_beyond_int32 "encoding.clip_k must be in [-2147483648, 2147483647] to fit its C++ type" "$POSLAB" "${T[@]}" --set encoding.type=shaw --set encoding.clip_k=4294967296 --out out

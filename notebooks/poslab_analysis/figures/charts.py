@@ -252,6 +252,31 @@ def position_figure(positions, kind, name):
     return {"name": name, "title": "loss at each position inside a segment", "panels": panels}
 
 
+def copy_distance_figure(copies, name="loss_by_copy_distance"):
+    """plots.loss_by_copy_distance as charts: per setting, the copy bytes' loss against the
+    distance, and dashed in the same colour the loss of bytes with no match."""
+    panels = []
+    for title, series, curves, references in plots.copy_distance_panels(copies):
+        names = ordered(curves[series])
+        colours = colour_scale(names)
+        colour_of = dict(zip(colours["domain"], colours["range"]))
+        rows = mean_rows(curves, "x", "loss", series)
+        all_colours, dashes = dict(colour_of), {}
+        for name in names:
+            label = poslab_style.label(name) + ", no match"
+            reference = references[references[series] == name]
+            rows += [dict(r, series=label) for r in mean_rows(reference, "x", "loss", series)]
+            all_colours[label] = colour_of[poslab_style.label(name)]
+            dashes[label] = [4, 3]
+        for label in colour_of:
+            dashes[label] = [1, 0]
+        panels.append(curve_panel(rows, title, "copy distance d (bytes; bucket [d, 2d))",
+                                  "loss (nats per byte)", {"type": "log", "base": 2}, names,
+                                  colours=all_colours, dashes=dashes))
+    return {"name": name, "title": "loss of bytes that continue a string seen d bytes earlier",
+            "panels": panels}
+
+
 def shaw_clip_figure(summary):
     rows = summary[summary["kind"] == "main"].dropna(subset=["loss"])
     panel = curve_panel(mean_rows(rows, "encoding.clip_k", "loss", "variant"), "Shaw's clip k",

@@ -27,6 +27,7 @@ DRAW = {
     "randomized": lambda a: [charts.randomized_figure(a["plain"], a["randomized"])],
     "shaw_clip": lambda a: [charts.shaw_clip_figure(a["summary"])],
     "xl_terms": lambda a: [charts.xl_terms_figure(a["summary"])],
+    "copy_distance": lambda a: [charts.copy_distance_figure(a["copies"])],
     "extension": lambda a: extension_charts(a["study_dir"], a["summary"], a["positions"]),
 }
 

@@ -15,7 +15,7 @@ import tomllib
 import pandas as pd
 
 from poslab_analysis.reading.names import ordered
-from poslab_analysis.reading.study_files import load
+from poslab_analysis.reading.study_files import load, read_loss_by_copy_distance
 
 # The kinds of figure, and what each shows (the arguments figure_set gives them):
 #   passkey            passkey heatmaps, length x depth, one per metric       summary
@@ -30,8 +30,9 @@ from poslab_analysis.reading.study_files import load
 #   xl_terms           Transformer-XL's terms switched off one by one        summary
 #   extension          a two-stage (context-extension) study's four figures  study_dir, summary,
 #                                                                             positions
+#   copy_distance      loss by copy distance (eval.copy_distance)           copies
 KINDS = ("passkey", "pilot_gate", "pilot_budget", "pilot_conditions", "memory", "position",
-         "length", "randomized", "shaw_clip", "xl_terms", "extension")
+         "length", "randomized", "shaw_clip", "xl_terms", "extension", "copy_distance")
 
 
 def language_model_rows(summary):
@@ -159,5 +160,8 @@ def figure_set(study_dir):
         if (lm_positions["kind"] == "length").any():
             add("position", positions=lm_positions, kind="length",
                 name="loss_by_position_length")
+    copies = read_loss_by_copy_distance(study_dir)
+    if copies is not None and copies["loss"].notna().any():
+        add("copy_distance", copies=copies)
     add("passkey", summary=summary)
     return summary, positions, "study", figures

@@ -450,3 +450,58 @@ def pilot_gate(summary, out_dir, name):
     poslab_style.legend_outside(fig, [ax])
     fig.tight_layout()
     return save(fig, out_dir, name)
+
+
+def copy_distance_panels(copies):
+    """What the loss-by-copy-distance figure shows (eval.copy_distance,
+    STUDY/loss_by_copy_distance.csv): one panel per evaluation setting (kind, segment, memory),
+    as [(title, series column, curves, references)]. curves: the copy bytes' rows, x = the
+    bucket's first distance (bucket [x, 2x)); references: per series, the mean loss of bytes
+    with no match, drawn as a dashed line at every x of the panel. Empty buckets are left out."""
+    rows = copies.dropna(subset=["loss"])
+    out = []
+    settings = rows[["kind", "seq_len", "mem_len"]].drop_duplicates()
+    order = {"main": 0, "length": 1, "memory": 2}
+    settings = sorted(settings.itertuples(index=False, name=None),
+                      key=lambda s: (order.get(s[0], 3), s[1], s[2]))
+    for kind, seq_len, mem_len in settings:
+        sub = rows[(rows["kind"] == kind) & (rows["seq_len"] == seq_len)
+                   & (rows["mem_len"] == mem_len)]
+        series = series_column(sub)
+        curves = sub[sub["class"] == "copy"].assign(x=lambda f: f["distance_low"])
+        xs = sorted(curves["x"].unique())
+        reference = sub[sub["class"] == "no_match"]
+        references = pd.concat([reference.assign(x=x) for x in xs]) if xs else reference.iloc[0:0]
+        k = int(sub["min_match"].iloc[0])
+        title = f"{kind}, segment {int(seq_len)}" + (f", memory {int(mem_len)}" if mem_len else "") \
+            + f", k = {k}"
+        out.append((title, series, curves, references))
+    return out
+
+
+def loss_by_copy_distance(copies, out_dir, figure_name="loss_by_copy_distance"):
+    """Loss of bytes that continue a string seen d bytes earlier, against d (log 2 axis), one
+    curve per encoding (or variant); dashed, in the same colour: the loss of bytes with no
+    match, the level a model that ignores the repeat would sit at."""
+    keys = copy_distance_panels(copies)
+    if not keys:
+        return []
+    fig, axes = panels(keys, width=4.2)
+    for ax, (title, series, curves, references) in zip(axes, keys):
+        for name in ordered(curves[series]):
+            line = mean_band(ax, curves[curves[series] == name], "x", "loss", name)
+            colour = line.get_color() if line is not None else None
+            mean_band(ax, references[references[series] == name], "x", "loss",
+                      f"{poslab_style.label(str(name))}, no match", color=colour,
+                      linestyle="--", marker=None)
+        ax.set_xscale("log", base=2)
+        xs = sorted(curves["x"].unique())
+        ax.set_xticks(xs, [str(int(x)) for x in xs])  # the buckets' first distances
+        ax.minorticks_off()
+        ax.set_xlabel("copy distance d (bytes; bucket [d, 2d))")
+        ax.set_ylabel("loss (nats per byte)")
+        ax.set_title(title, fontsize=9)
+    poslab_style.legend_outside(fig, axes)
+    fig.suptitle("loss of bytes that continue a string seen d bytes earlier", fontsize="medium")
+    fig.tight_layout()
+    return save(fig, out_dir, figure_name)

@@ -22,6 +22,7 @@ DRAW = {
     "randomized": lambda a, out: plots.randomized_vs_plain(a["plain"], a["randomized"], out),
     "shaw_clip": lambda a, out: plots.shaw_clip(a["summary"], out),
     "xl_terms": lambda a, out: plots.xl_terms(a["summary"], out),
+    "copy_distance": lambda a, out: plots.loss_by_copy_distance(a["copies"], out),
     "extension": lambda a, out: plots_extension.extension_figures(a["study_dir"], a["summary"],
                                                                   a["positions"], out),
 }

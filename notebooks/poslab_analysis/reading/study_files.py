@@ -75,6 +75,12 @@ def read_loss_by_position(study_dir):
     return pd.read_csv(path) if os.path.exists(path) else None
 
 
+def read_loss_by_copy_distance(study_dir):
+    """STUDY/loss_by_copy_distance.csv (eval.copy_distance), or None if the study has none."""
+    path = os.path.join(study_dir, "loss_by_copy_distance.csv")
+    return pd.read_csv(path) if os.path.exists(path) else None
+
+
 def sibling_dir(study_dir, name, family):
     """The directory of study `name` beside `study_dir`, a study of `family`, with the same
     suffix: (results/state_reuse-smoke, settle_recl_capped, state_reuse) ->
