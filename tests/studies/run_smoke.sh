@@ -22,6 +22,9 @@ cd "$work"
 studies=0
 while IFS= read -r file; do
   grep -q '^\[study\]' "$file" || continue  # plain run configs (quickstart, python_corpus)
+  # Without [smoke], --smoke runs the whole study: minutes to hours inside CI.
+  grep -q '^\[smoke\]' "$file" ||
+    { echo "study smoke: $file has no [smoke] section (its smoke would be the full study)" >&2; exit 1; }
   name="$(basename "$file" .toml)"
   relative="${file#"$repo/experiments/"}"
   out="$work/results/${relative%.toml}"
