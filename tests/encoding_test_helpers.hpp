@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -48,6 +50,18 @@ inline double max_abs_diff(const double* a, const double* b, std::size_t n) {
 inline double max_abs_diff(const std::vector<double>& a, const std::vector<double>& b) {
   REQUIRE(a.size() == b.size());
   return max_abs_diff(a.data(), b.data(), a.size());
+}
+
+// A rope encoding (double) with its defaults and the options in `set` (scaling, factor, ...);
+// rope has no parameters, so its arena stays empty.
+inline std::unique_ptr<Encoding<double>> make_rope_with(
+    const EncodingShape& shape, const std::map<std::string, OptionValue>& set) {
+  Options o = default_options("rope");
+  for (const auto& [key, value] : set) o.set(key, value);
+  ParameterArena<double> arena;
+  auto enc = find_encoding("rope")->make<double>(o, shape, arena);
+  REQUIRE(arena.count() == 0);
+  return enc;
 }
 
 // Random q [B, L, H, d_h] and k [B, K, H, d_h] (drawn from `seed`, q first), and the check that

@@ -139,25 +139,13 @@ TEST_CASE("longrope: --describe against REFERENCE.md, with HF's strict '>' switc
              Contains("start_tokens 4") && Contains("positions 0 .. 3 (start tokens)"));
 }
 
-namespace {
-
-std::unique_ptr<Encoding<double>> make_rope(const EncodingShape& shape,
-                                            const std::map<std::string, OptionValue>& set) {
-  Options o = default_options("rope");
-  for (const auto& [key, value] : set) o.set(key, value);
-  ParameterArena<double> arena;
-  return find_encoding("rope")->make<double>(o, shape, arena);
-}
-
-}  // namespace
-
 TEST_CASE("longrope: q'_p = a R(p theta') q, start tokens turn by theta with amplitude 1",
           "[rope][longrope]") {
   const int dh = 6;  // 3 pairs
   const double b = 100, s = 8, L = 4;
   const std::vector<double> sf = {1, 2, 3}, lf = {1.5, 4, 8};
   for (const int n_hat : {0, 3}) {
-    auto enc = make_rope({dh, 1, dh, 1}, {{"scaling", std::string("longrope")},
+    auto enc = make_rope_with({dh, 1, dh, 1}, {{"scaling", std::string("longrope")},
                                           {"factor", s},
                                           {"original_len", std::int64_t(4)},
                                           {"base", b},
@@ -198,7 +186,7 @@ TEST_CASE("longrope: backward is the transpose of the forward, start tokens incl
   AttentionGeometry g{B, L, M, K, H, dh, 0, qp.data(), kp.data()};
   for (const std::string which : {"switch", "short"}) {
     CAPTURE(which);
-    auto enc = make_rope({H * dh, H, dh, 1}, {{"scaling", std::string("longrope")},
+    auto enc = make_rope_with({H * dh, H, dh, 1}, {{"scaling", std::string("longrope")},
                                               {"factor", 4.0},
                                               {"original_len", std::int64_t(3)},
                                               {"short_factor", std::string("1.5,2")},

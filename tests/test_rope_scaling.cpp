@@ -267,20 +267,6 @@ TEST_CASE("rope scaling options: a bad combination is a config error naming the 
   CHECK(error_of({"encoding.scaling=ntk", "encoding.factor=0.5"}) == "no error");
 }
 
-namespace {
-
-std::unique_ptr<Encoding<double>> make_rope(const EncodingShape& shape,
-                                            const std::map<std::string, OptionValue>& set) {
-  Options o = default_options("rope");
-  for (const auto& [key, value] : set) o.set(key, value);
-  ParameterArena<double> arena;
-  auto enc = find_encoding("rope")->make<double>(o, shape, arena);
-  REQUIRE(arena.count() == 0);
-  return enc;
-}
-
-}  // namespace
-
 TEST_CASE("rope with scaling: q'_m . k'_n = a^2 sum over pairs with theta', a function of m - n",
           "[rope][scaling]") {
   struct Case {
@@ -317,7 +303,7 @@ TEST_CASE("rope with scaling: q'_m . k'_n = a^2 sum over pairs with theta', a fu
   for (std::size_t n = 0; n < cases.size(); ++n) {
     const Case& c = cases[n];
     CAPTURE(n);
-    auto enc = make_rope({c.dh, 1, c.dh, 1}, c.set);
+    auto enc = make_rope_with({c.dh, 1, c.dh, 1}, c.set);
     Rng rng(7 + n);
     const auto q = random_vector(c.dh, rng);
     const auto k = random_vector(c.dh, rng);
@@ -366,7 +352,7 @@ TEST_CASE("rope with scaling: backward is the transpose of a R (finite differenc
   };
   for (std::size_t n = 0; n < sets.size(); ++n) {
     CAPTURE(n);
-    auto enc = make_rope({H * dh, H, dh, 1}, sets[n]);
+    auto enc = make_rope_with({H * dh, H, dh, 1}, sets[n]);
     require_qk_hook_transpose(enc, g, 3);
   }
 }
@@ -376,7 +362,7 @@ TEST_CASE("rope: scaling = none keeps plain RoPE's frequencies bit for bit", "[r
   // expression rope.cpp always used): a vector at position m = 1 turned forward then compared.
   for (double fraction : {1.0, 0.5}) {
     const int dh = 12;
-    auto enc = make_rope({dh, 1, dh, 1}, {{"fraction", fraction}});
+    auto enc = make_rope_with({dh, 1, dh, 1}, {{"fraction", fraction}});
     const int pairs = int(std::lround(fraction * dh / 2.0));
     for (std::int64_t m : {1, 7, 513}) {
       std::vector<double> q(dh, 0.0), k(dh, 0.0);
