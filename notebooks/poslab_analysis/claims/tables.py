@@ -23,6 +23,7 @@ PAPERS = {
     "length_generalization": "kazemnejad2023 ruoss2023",
     "state_reuse": "dai2019 fortunes_control",
     "context_extension": "chen2023 bloc97_2023 peng2023 press2022 sun2023",
+    "pose": "zhu2023",
 }
 # The order of the studies in the count per paper (summary_table). The PoSE study is not counted:
 # it has one seed, so its verdicts are inconclusive by rule until it has more.
