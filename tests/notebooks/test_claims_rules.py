@@ -428,5 +428,68 @@ class ContextExtensionTable(unittest.TestCase):
         self.assertTrue(xpos.endswith("| inconclusive |"))
         self.assertIn("Sun et al. 2023", [paper for paper, _ in record.rows])
 
+
+class PoseTable(unittest.TestCase):
+    """The PoSE study's table (claims/studies/pose.py, Zhu et al.'s rows in
+    claims/papers/zhu2023.py) on a planted summary: PoSE 0.01 above the full-length fine-tune
+    and 0.40 below RandPos at every length, 3 seeds (both rows agree), then 0.20 above the
+    full-length fine-tune (disagree), then the same data with one seed (no interval, every
+    verdict inconclusive, as the committed study)."""
+
+    def planted(self, pose_gap=0.01, seed_list=(1, 2, 3)):
+        rows = []
+        noise = {1: 0.0, 2: 0.01, 3: -0.01}
+        for variant, base in (("ft256_pi", 2.00), ("pose_pi", 2.00 + pose_gap),
+                              ("randpos_pi", 2.40 + pose_gap), ("pi_zero", 3.50)):
+            for seed in seed_list:
+                for length in (64, 128, 192, 256):
+                    rows.append({"run": f"{variant},train.seed={seed}", "train.seed": seed,
+                                 "variant": variant, "kind": "length", "seq_len": length,
+                                 "split": "valid", "loss": base + noise[seed] + 0.001 * seed
+                                 * (variant == "pose_pi"),
+                                 "in_distribution_ok": variant != "pi_zero"})
+                rows.append({**rows[-1], "kind": "main"})
+        return pd.DataFrame(rows)
+
+    def table(self, summary):
+        import tempfile
+        with tempfile.TemporaryDirectory() as tmp:
+            summary.to_csv(os.path.join(tmp, "summary.csv"), index=False)
+            record = rules.Tally()
+            text = tables.claims_table(tmp, record, kind="pose")
+        return text, record
+
+    def rows(self, text):
+        found = [l for l in text.splitlines() if "(Zhu et al. 2023)" in l]
+        self.assertEqual(len(found), 2, text)
+        return found
+
+    def test_planted_effects(self):
+        text, record = self.table(self.planted())
+        self.assertIn("gate dropped 3 (pi_zero", text)
+        self.assertIn("on the valid split", text)
+        self.assertIn("read at 64, 128, 192, 256 bytes; 3 seeds", text)
+        full, randpos = self.rows(text)
+        self.assertIn("pose_pi minus ft256_pi, loss at 64: +0.012 [", full)
+        self.assertTrue(full.endswith("| agree |"), full)
+        self.assertIn("pose_pi minus randpos_pi, loss at 64: -0.398 [", randpos)
+        self.assertTrue(randpos.endswith("| agree |"), randpos)
+        # each length is one comparison
+        self.assertEqual(record.rows, [("Zhu et al. 2023", ["agree"] * 4)] * 2)
+
+    def test_far_from_the_full_length_fine_tune_disagrees(self):
+        full, randpos = self.rows(self.table(self.planted(pose_gap=0.20))[0])
+        self.assertTrue(full.endswith("| disagree |"), full)
+        self.assertTrue(randpos.endswith("| agree |"), randpos)
+
+    def test_one_seed_shows_no_interval_and_is_inconclusive(self):
+        text, record = self.table(self.planted(seed_list=(1,)))
+        self.assertIn("one seed, so no interval and every verdict inconclusive", text)
+        for row in self.rows(text):
+            self.assertNotIn("[", row)
+            self.assertEqual(row.count("(1 seed)"), 4, row)
+            self.assertTrue(row.endswith("| inconclusive |"), row)
+        self.assertEqual(record.rows, [("Zhu et al. 2023", ["inconclusive"] * 4)] * 2)
+
 if __name__ == "__main__":
     unittest.main(verbosity=1)
