@@ -71,6 +71,7 @@ void check_same(const Config& a, const Config& b) {
   CHECK(a.model.activation == b.model.activation);
   CHECK(a.model.pre_ln == b.model.pre_ln);
   CHECK(a.model.tie_embeddings == b.model.tie_embeddings);
+  CHECK(a.model.sink_logit == b.model.sink_logit);
   CHECK(a.model.init_std == b.model.init_std);
   CHECK(a.encoding.type == b.encoding.type);
   const bool same_options = a.encoding.options.values() == b.encoding.options.values();
@@ -127,6 +128,7 @@ d_inner = 384
 activation = "gelu"
 pre_ln = true
 tie_embeddings = true
+sink_logit = true
 init_std = 0.01
 
 [encoding]
@@ -206,6 +208,7 @@ TEST_CASE("every section and key reaches its struct member", "[config]") {
   CHECK(c.model.d_model == 96);
   CHECK(c.model.activation == "gelu");
   CHECK(c.model.pre_ln);
+  CHECK(c.model.sink_logit);
   CHECK(c.encoding.type == "clipped");
   CHECK(c.encoding.options.get_int("clip_k") == 8);
   CHECK(c.encoding.options.get_string("mode") == "concat");
@@ -327,6 +330,8 @@ TEST_CASE("wrong types say what was expected and what was written", "[config][er
                     "quick.toml:2: model.d_model: expected an integer, got a float");
   CHECK_THROWS_WITH(load("[model]\npre_ln = 1\n"),
                     "quick.toml:2: model.pre_ln: expected a boolean, got an integer");
+  CHECK_THROWS_WITH(load("[model]\nsink_logit = 1\n"),
+                    "quick.toml:2: model.sink_logit: expected a boolean, got an integer");
   CHECK_THROWS_WITH(load("[train]\nlr = \"fast\"\n"),
                     "quick.toml:2: train.lr: expected a float, got a string");
   CHECK_THROWS_WITH(load("[data]\npath = [\"a\", \"b\"]\n"),

@@ -244,7 +244,11 @@ std::vector<KitCase> kit_cases() {
   return cases;
 }
 
-ModelConfig kit_model() { return tiny_model_config(false, false, "gelu"); }
+ModelConfig kit_model(bool sink_logit = false) {
+  ModelConfig m = tiny_model_config(false, false, "gelu");
+  m.sink_logit = sink_logit;  // the learned per-head sink logit (gpt-oss), a model option
+  return m;
+}
 
 EncodingConfig kit_encoding(const std::string& name, bool naive = false,
                             const Options* options = nullptr) {
@@ -266,12 +270,14 @@ EncodingConfig kit_encoding(const KitCase& c, bool naive = false) {
 // A model with every parameter at a generic point (biases and gains randomised too).
 template <class T = double>
 std::unique_ptr<TransformerLM<T>> make_model(const EncodingConfig& e, const MemoryConfig& mem,
-                                             std::uint64_t seed = 11) {
-  return at_generic_point(std::make_unique<TransformerLM<T>>(kit_model(), e, mem), seed);
+                                             std::uint64_t seed = 11, bool sink_logit = false) {
+  return at_generic_point(std::make_unique<TransformerLM<T>>(kit_model(sink_logit), e, mem),
+                          seed);
 }
 template <class T>
-ModelFactory<T> kit_factory(const EncodingConfig& e, const MemoryConfig& mem) {
-  return [=](std::uint64_t seed) { return make_model<T>(e, mem, seed); };
+ModelFactory<T> kit_factory(const EncodingConfig& e, const MemoryConfig& mem,
+                            bool sink_logit = false) {
+  return [=](std::uint64_t seed) { return make_model<T>(e, mem, seed, sink_logit); };
 }
 
 // The memory settings the whole-model properties (5-8) run at.
@@ -405,6 +411,33 @@ TEST_CASE("conformance: PoSE's skipping positions move a relative encoding only 
         REQUIRE(vs_plain > 1e-6);
         break;
     }
+  }
+}
+
+// model.sink_logit is a model option, not an encoding's: the kit runs it once per encoding, at
+// the encoding's defaults, with memory (the sink s_h is perturbed away from its initial 0 like
+// every parameter without weight decay, so its gradient is checked at a generic point).
+TEST_CASE("conformance: the learned sink logit, gradient of every parameter and causality",
+          "[conformance][grad][sink]") {
+  const auto c = GENERATE(from_range(kit_cases()));
+  if (c.label != c.encoding) return;  // defaults only
+  DYNAMIC_SECTION("encoding " << c.label << " with model.sink_logit; memory 3") {
+    MemoryConfig mem;
+    mem.mem_len = 3;
+    auto model = make_model(kit_encoding(c), mem, 11, /*sink_logit=*/true);
+    const int B = 2, L = 4;
+    auto tok = random_tokens(B * L, 1), tgt = random_tokens(B * L, 2);
+    auto tok2 = random_tokens(B * L, 3), tgt2 = random_tokens(B * L, 4);
+    model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, true);  // fills the memory
+    auto loss = [&] { return model->forward(tok2.data(), tgt2.data(), nullptr, B, L, L, false); };
+    model->arena().zero_grads();
+    loss();
+    model->backward();
+    auto& a = model->arena();
+    std::vector<double> analytic(a.grads(), a.grads() + a.count());
+    require_gradient(c.label + " with sink logit: every parameter", a.values(), analytic.data(),
+                     a.count(), loss, 1e-6, [&](std::size_t i) { return locate(a, i); });
+    require_property(check_causality(kit_factory<double>(kit_encoding(c), mem, true)));
   }
 }
 

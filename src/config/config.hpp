@@ -20,6 +20,10 @@ struct ModelConfig {
   std::string activation = "relu";  // "relu" (the papers) or "gelu"
   bool pre_ln = false;         // false: post-LN as in Vaswani et al. and Transformer-XL
   bool tie_embeddings = false; // output projection = token embedding^T
+  // A learned sink logit per head and layer (gpt-oss; nn/attention.hpp): a scalar s_h joins each
+  // softmax denominator with no value, P_ij = exp(S_ij) / (exp(s_h) + sum_j' exp(S_ij')), so a
+  // query may attend to "nothing". Starts at 0 (softmax_1) and trains, without weight decay.
+  bool sink_logit = false;
   double init_std = 0.02;      // N(0, init_std) for weight matrices and tables
 };
 

@@ -386,6 +386,7 @@ const std::vector<Field>& schema() {
       KEY(model, activation, one_of({"relu", "gelu"})),
       KEY(model, pre_ln, anything()),
       KEY(model, tie_embeddings, anything()),
+      KEY(model, sink_logit, anything()),
       KEY(model, init_std, greater_than(0)),
 
       KEY(memory, mem_len, at_least(0)),

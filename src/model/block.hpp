@@ -28,11 +28,11 @@ template <class T>
 class Block {
  public:
   Block(ParameterArena<T>& arena, int layer, int d_model, int n_heads, int d_inner,
-        Activation act, bool pre_ln)
+        Activation act, bool pre_ln, bool sink_logit = false)
       : layer_(layer),
         d_(d_model),
         pre_ln_(pre_ln),
-        attn(arena, prefix(layer) + "attn.", d_model, n_heads),
+        attn(arena, prefix(layer) + "attn.", d_model, n_heads, sink_logit),
         ln_1(arena, prefix(layer) + "ln_1.", d_model),
         ff(arena, prefix(layer) + "ff.", d_model, d_inner, act),
         ln_2(arena, prefix(layer) + "ln_2.", d_model) {}

@@ -69,7 +69,8 @@ class TransformerLM {
     const Activation act = activation_from_name(model.activation);
     for (int n = 0; n < model.n_layers; ++n)
       blocks_.push_back(std::make_unique<Block<T>>(arena_, n, model.d_model, model.n_heads,
-                                                   model.d_inner, act, model.pre_ln));
+                                                   model.d_inner, act, model.pre_ln,
+                                                   model.sink_logit));
     if (model.pre_ln) ln_f_ = std::make_unique<LayerNorm<T>>(arena_, "ln_f.", model.d_model);
     if (!model.tie_embeddings) W_out_ = arena_.add("output.W", {d, V});
     b_out_ = arena_.add("output.b", {V}, false);

@@ -9,6 +9,8 @@
 //   S_h = scale * q_h k_h^T  + (c) encoding score terms              [B, H, L, K]
 //   S_h[i, :] *= f(n_i), log-n scaling if the encoding asks for it   (n_i = keys query i sees)
 //   P_h = softmax(S_h) over visible keys (j <= i + M)               [B, H, L, K]
+//     with a learned sink logit (model.sink_logit, gpt-oss): one scalar s_h per head joins each
+//     row's denominator and carries no value, P_ij = exp(S_ij) / (exp(s_h) + sum_j' exp(S_ij'))
 //   z_h = P_h v_h  + (d) encoding value terms                       [B, L, H d_h]
 //   out = z W_o                                                    [B, L, d]
 //
@@ -37,13 +39,17 @@ namespace poslab {
 template <class T>
 class Attention {
  public:
-  Attention(ParameterArena<T>& arena, const std::string& prefix, int d_model, int n_heads)
-      : arena_(arena), d_(d_model), H_(n_heads), dh_(d_model / n_heads) {
+  // sink_logit: add the learned per-head sink logit s_h [H] (gpt-oss), initialised to 0
+  // (softmax_1, "zero sink"), without weight decay.
+  Attention(ParameterArena<T>& arena, const std::string& prefix, int d_model, int n_heads,
+            bool sink_logit = false)
+      : arena_(arena), d_(d_model), H_(n_heads), dh_(d_model / n_heads), has_sink_(sink_logit) {
     const std::size_t d = d_model;
     W_q = arena.add(prefix + "W_q", {d, d});
     W_k = arena.add(prefix + "W_k", {d, d});
     W_v = arena.add(prefix + "W_v", {d, d});
     W_o = arena.add(prefix + "W_o", {d, d});
+    if (has_sink_) sink = arena.add(prefix + "sink", {std::size_t(n_heads)}, /*weight_decay=*/false);
   }
 
   void init(Rng& rng, double std) {
@@ -51,6 +57,7 @@ class Attention {
       T* w = arena_.value(p);
       for (std::size_t i = 0; i < p.size; ++i) w[i] = T(rng.normal(0.0, std));
     }
+    if (has_sink_) std::fill_n(arena_.value(sink), H_, T(0));  // draws nothing from rng
   }
 
   // x [B, K, d] -> out [B, L, d]. Caches what backward needs, in this layer's own buffers.
@@ -61,6 +68,7 @@ class Attention {
     ensure_shape(v_, {std::size_t(B), std::size_t(K), std::size_t(d)});
     ensure_shape(probs_, {std::size_t(B), std::size_t(H_), std::size_t(L), std::size_t(K)});
     ensure_shape(ctx_, {std::size_t(B), std::size_t(L), std::size_t(d)});
+    if (has_sink_) sink_probs_.resize(std::size_t(B) * H_ * L);  // [B, H, L]
     forward_in_chunks(x, g, enc, layer, out, q_, k_, v_, ctx_, probs_, {B, H_},
                       /*inference_only=*/false);
   }
@@ -106,6 +114,10 @@ class Attention {
     if (value_terms) enc.values_backward(layer, g, probs_.data(), dctx_.data(), dprobs_.data());
     // z_h = P_h v_h:  dP_h += dz_h v_h^T,  dv_h = P_h^T dz_h. Then the softmax backward,
     // dS_ij = P_ij (dP_ij - sum_k P_ik dP_ik), written over dP. Masked cells get exactly 0.
+    // The sink logit's gradient: p_i^sink = exp(s_h) / (exp(s_h) + sum_j exp(S_ij)) is one more
+    // softmax cell whose dP is 0 (no value), so ds_h = sum_{b,i} p_i^sink (0 - sum_k P_ik dP_ik).
+    // One partial sum per (b, h), added in a fixed order after the loop.
+    if (has_sink_) sink_grad_parts_.assign(std::size_t(B) * H_, T(0));
     constexpr int kRows = 8;
 #pragma omp parallel for schedule(static)
     for (int bh = 0; bh < B * H_; ++bh) {
@@ -127,6 +139,9 @@ class Attention {
         }
         T dot[kRows];  // sum_k P_ik dP_ik
         ordered_row_dots(p, dp, K, dot);
+        if (has_sink_)
+          for (int i = i0; i < std::min(L, i0 + kRows); ++i)
+            sink_grad_parts_[bh] -= sink_probs_[std::size_t(bh) * L + i] * dot[i - i0];
         for (int i = i0; i < std::min(L, i0 + kRows); ++i) {
           T* dpi = dP.row(i);
           const T* pi = p[i - i0];
@@ -143,6 +158,10 @@ class Attention {
       const T content_scale = content_ ? scale_ : T(0);
       multiply(head(dq_, b, h), dP, head(k_, b, h), content_scale);      // [L, d_h]
       multiply(head(dk_, b, h), dP.t(), head(q_, b, h), content_scale);  // [K, d_h]
+    }
+    if (has_sink_) {
+      T* ds = arena_.grad(sink);  // [H]
+      for (int bh = 0; bh < B * H_; ++bh) ds[bh % H_] += sink_grad_parts_[bh];
     }
     // (c) positional score terms, then (b) the rotation, backwards.
     if (enc.has_score_terms())
@@ -170,6 +189,8 @@ class Attention {
   const xt::xtensor<T, 3>& queries() const { return q_; }
 
   Param W_q, W_k, W_v, W_o;
+  Param sink;  // [H], only with sink_logit
+  bool has_sink_logit() const { return has_sink_; }
 
  private:
   // The forward pass over buffers q [B, L, d], k, v [B, K, d], ctx [B, L, d] and probs
@@ -237,8 +258,14 @@ class Attention {
               T* si = P.row(i);
               for (int j = g.first_visible(i); j <= g.last_visible(i); ++j) si[j] *= row_factor_[i];
             }
+          // The sink logit s_h (not scaled, not log-n scaled: appended after both, as gpt-oss);
+          // -inf when there is none, which adds exactly 0 to every denominator.
+          const T s_h = has_sink_ ? arena_.value(sink)[h] : -std::numeric_limits<T>::infinity();
+          T* p_sink = has_sink_ && !inference_only ? sink_probs_.data() + long(b * H_ + h) * L
+                                                   : nullptr;  // [L] of this (b, h)
           for (int i0 = 0; i0 < L; i0 += kSoftmaxRows)
-            masked_softmax_rows(P, i0, std::min(kSoftmaxRows, L - i0), g);
+            masked_softmax_rows(P, i0, std::min(kSoftmaxRows, L - i0), g, s_h,
+                                p_sink ? p_sink + i0 : nullptr);
           multiply(head(ctx, b, h), P, head(v, b, h));  // z_h [L, d_h] = P_h [L, K] v_h [K, d_h]
         }
         // (d) positional value terms.
@@ -278,10 +305,13 @@ class Attention {
 
   // Softmax over the keys visible to each query i0 .. i0 + n - 1 (n <= kSoftmaxRows) of one
   // head's scores P [L, K], in place; every other cell is set to exactly 0:
-  //   P_ij = exp(S_ij - m_i) / sum_j' exp(S_ij' - m_i),   m_i = max_j S_ij,   j, j' visible
+  //   P_ij = exp(S_ij - m_i) / (exp(s - m_i) + sum_j' exp(S_ij' - m_i)),
+  //   m_i = max(s, max_j S_ij),   j, j' visible,   s = the sink logit (-inf: none, term 0)
+  // and p_sink[r] = exp(s - m_i) / (same denominator) for row i = i0 + r if p_sink is given.
   // The rows' sums are made side by side, each in its serial order (core/ordered_sums.hpp).
   static constexpr int kSoftmaxRows = 8;
-  static void masked_softmax_rows(MatrixView<T> P, int i0, int n, const AttentionGeometry& g) {
+  static void masked_softmax_rows(MatrixView<T> P, int i0, int n, const AttentionGeometry& g,
+                                  T sink_logit, T* p_sink) {
     const int K = g.k_len;
     const T* rows[kSoftmaxRows];
     int begin[kSoftmaxRows], end[kSoftmaxRows];  // visible keys [begin, end) of each row
@@ -291,16 +321,19 @@ class Attention {
       begin[r] = r < n ? g.first_visible(i) : 0;  // rows past n: empty
       end[r] = r < n ? g.last_visible(i) + 1 : 0;
     }
+    T sink_term[kSoftmaxRows];  // exp(s - m_i)
     for (int r = 0; r < n; ++r) {
       T* s = P.row(i0 + r);
-      const T m = row_max(s, begin[r], end[r]);
+      const T m = std::max(row_max(s, begin[r], end[r]), sink_logit);
       for (int j = begin[r]; j < end[r]; ++j) s[j] = std::exp(s[j] - m);
+      sink_term[r] = std::exp(sink_logit - m);  // exactly 0 for s = -inf
     }
     T sum[kSoftmaxRows];
     ordered_row_sums(rows, begin, end, sum);
     for (int r = 0; r < n; ++r) {
       T* s = P.row(i0 + r);
-      const T inv = T(1) / sum[r];
+      const T inv = T(1) / (sum[r] + sink_term[r]);
+      if (p_sink) p_sink[r] = sink_term[r] * inv;
       for (int j = 0; j < begin[r]; ++j) s[j] = 0;
       for (int j = begin[r]; j < end[r]; ++j) s[j] *= inv;
       for (int j = end[r]; j < K; ++j) s[j] = 0;
@@ -324,6 +357,9 @@ class Attention {
   int d_, H_, dh_;
   T scale_ = 1;
   bool content_ = true;
+  bool has_sink_ = false;       // model.sink_logit: the per-head sink logit exists
+  std::vector<T> sink_probs_;       // [B, H, L] p_i^sink of the last training forward
+  std::vector<T> sink_grad_parts_;  // [B H] partial ds_h of each (b, h)
   bool log_n_applied_ = false;  // the last training forward scaled its rows by row_factor_
   std::vector<T> row_factor_;   // [L] log-n factors f_i of the last forward
   xt::xtensor<T, 3> q_, k_, v_, ctx_, dq_, dk_, dv_, dctx_;

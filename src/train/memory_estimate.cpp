@@ -21,7 +21,8 @@ double estimated_bytes(const Config& cfg, int batch, int seq_len, int mem_len, b
   // Parameters: embedding (and output matrix), 4 d^2 + 2 d d_i per layer; encodings' tables
   // are at most a few rows of d per position and are counted with the per-position terms.
   double parameters = V * d * (cfg.model.tie_embeddings ? 1 : 2) + V +
-                      layers * (4 * d * d + 2 * d * di + 2 * di + 6 * d);
+                      layers * (4 * d * d + 2 * d * di + 2 * di + 6 * d) +
+                      (cfg.model.sink_logit ? layers * H : 0);
   if (cfg.encoding.type == "learned" && cfg.encoding.options.has("max_len"))
     parameters += double(cfg.encoding.options.get_int("max_len")) * d;
   const double copies = training ? 2 : 1;  // the gradient of every activation when training
