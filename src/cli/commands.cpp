@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include <xtensor/xadapt.hpp>
@@ -34,6 +35,7 @@
 #include "train/run_dir.hpp"
 #include "train/sliding_window.hpp"
 #include "train/stop_request.hpp"
+#include "train/streaming_cache.hpp"
 #include "train/train.hpp"
 #include "train/training_state.hpp"
 
@@ -131,6 +133,106 @@ nlohmann::json evaluate_sliding_setting(TransformerLM<float>& model, const Confi
             << std::setprecision(3) << r.accuracy << " | " << r.tokens << " scored tokens"
             << std::endl;
   return row;
+}
+
+// The streaming evaluation (eval.stream_length; train/streaming_cache.hpp).
+//
+// The stream: the first eval.stream_length tokens of eval.split. Throws, naming the key, if the
+// split is shorter (checked before a run starts).
+std::vector<std::int32_t> stream_tokens(const Config& cfg) {
+  const auto split =
+      corpus_split_tokens(cfg, cfg.eval.split == "test" ? Split::test : Split::valid);
+  if (std::int64_t(split->size()) < cfg.eval.stream_length)
+    throw std::runtime_error("eval.stream_length = " + std::to_string(cfg.eval.stream_length) +
+                             " is longer than the " + cfg.eval.split + " split (eval.split), "
+                             "which holds " + std::to_string(split->size()) + " tokens");
+  return {split->begin(), split->begin() + cfg.eval.stream_length};
+}
+
+StreamOptions stream_options(const Config& cfg) {
+  const auto& e = cfg.eval;
+  return {.sinks = e.stream_sinks,
+          .recent = e.stream_recent > 0 ? e.stream_recent
+                                        : cfg.train.seq_len - 1 - e.stream_sinks,
+          .positions = stream_positions_from_name(e.stream_positions),
+          .dense_segment = cfg.train.seq_len,
+          .batch = evaluation_batch_size(cfg)};
+}
+
+// The largest evaluation the streaming modes make: dense, one row of train.seq_len queries over
+// a memory of the whole stream. Checked before anything is written.
+void check_stream_memory(const Config& cfg, const std::string& what) {
+  if (cfg.eval.stream_length == 0) return;
+  const auto& modes = cfg.eval.stream_modes;
+  const bool dense = std::find(modes.begin(), modes.end(), "dense") != modes.end();
+  check_memory(cfg, 1, cfg.train.seq_len, dense ? cfg.eval.stream_length : 0,
+               /*training=*/false, what + " (eval.stream_length = " +
+                                       std::to_string(cfg.eval.stream_length) + ")");
+  stream_tokens(cfg);
+}
+
+// One row per mode of eval.stream_modes, kind "stream_<mode>": seq_len = the stream's length,
+// mem_len = the tokens a prediction sees besides its own (S + R; dense: the stream before it,
+// at most stream_length - 1), loss over the same targets (the bytes after the first S + R + 1),
+// tokens_per_second = scored targets / wall seconds of the whole pass (shared machine: a
+// comparison between the rows of one run, not a benchmark), and the loss along the stream in
+// buckets of train.seq_len bytes (loss_by_stream_position). A mode the model cannot run is
+// recorded with its error, as evaluate_setting does.
+std::vector<nlohmann::json> evaluate_stream_rows(TransformerLM<float>& model, const Config& cfg) {
+  const StreamOptions options = stream_options(cfg);
+  const std::vector<std::int32_t> tokens = stream_tokens(cfg);
+  std::vector<nlohmann::json> rows;
+  for (const std::string& name : cfg.eval.stream_modes) {
+    const StreamMode mode = stream_mode_from_name(name);
+    const int S = mode == StreamMode::sinks ? options.sinks : 0;
+    const int kept = mode == StreamMode::dense ? cfg.eval.stream_length - 1  // no eviction
+                                               : options.sinks + options.recent;  // S + R
+    const std::string positions = mode == StreamMode::dense       ? "text"
+                                  : mode == StreamMode::recompute ? "cache"
+                                                                  : cfg.eval.stream_positions;
+    nlohmann::json row = {{"kind", "stream_" + name},
+                          {"factor", 1.0},
+                          {"seq_len", cfg.eval.stream_length},
+                          {"mem_len", kept},
+                          {"split", cfg.eval.split},
+                          {"stream_sinks", S},
+                          {"stream_recent", kept - S},
+                          {"stream_positions", positions}};
+    try {
+      reset_peak_memory();
+      const StreamResult r = evaluate_stream_cache(model, tokens, mode, options);
+      nlohmann::json low = nlohmann::json::array(), high = nlohmann::json::array(),
+                     scored = nlohmann::json::array(), loss = nlohmann::json::array();
+      for (const StreamBucket& b : stream_buckets(r, cfg.train.seq_len)) {
+        low.push_back(b.low);
+        high.push_back(b.high);
+        scored.push_back(b.tokens);
+        loss.push_back(b.loss);
+      }
+      row.update({{"loss", r.loss},
+                  {"tokens", r.tokens},
+                  {"seconds", r.seconds},
+                  {"tokens_per_second", double(r.tokens) / r.seconds},
+                  {"peak_memory_mb", double(peak_memory_bytes()) / (1 << 20)},
+                  {"loss_by_stream_position",
+                   {{"low", low}, {"high", high}, {"tokens", scored}, {"loss", loss}}}});
+      const std::string cache =
+          mode == StreamMode::dense       ? "no eviction"
+          : mode == StreamMode::recompute ? "windows of " + std::to_string(kept + 1) + " recomputed"
+                                          : std::to_string(S) + " sinks + " +
+                                                std::to_string(kept - S) + " recent";
+      std::cout << std::fixed << std::setprecision(4) << "eval stream " << std::setw(9) << name
+                << ": " << cache << ", " << positions << " positions | loss " << r.loss << " over " << r.tokens << " bytes of "
+                << cfg.eval.stream_length << " | " << std::setprecision(0)
+                << double(r.tokens) / r.seconds << " tokens/s" << std::endl;
+    } catch (const std::exception& e) {
+      row["error"] = e.what();
+      row["loss"] = nullptr;
+      std::cout << "eval stream " << name << ": not possible: " << e.what() << std::endl;
+    }
+    rows.push_back(row);
+  }
+  return rows;
 }
 
 // The loss by copy distance of one setting (train/copy_distance.hpp), as eval.json holds it:
@@ -438,6 +540,7 @@ int run_train(const Config& cfg, ExistingRun existing, int wait_for_trainer_seco
   check_memory(cfg, evaluation_batch_size(cfg), main_setting.seq_len, main_setting.mem_len,
                /*training=*/false, main_setting_name(main_setting));
   evaluation_source(cfg, main_setting);  // throws if the split is too short for eval.seq_len
+  check_stream_memory(cfg, "the streaming evaluation");  // and the stream, if there is one
   // The passkey grid: its filler split holds every length's filler, and the longest fits.
   std::optional<PasskeyGenerator> passkey;
   if (!cfg.eval.passkey_length_factors.empty())
@@ -540,6 +643,10 @@ int run_train(const Config& cfg, ExistingRun existing, int wait_for_trainer_seco
         stop_if_requested();
         evaluations.push_back(evaluate_passkey(model, cfg, *passkey, cell));
       }
+    if (cfg.eval.stream_length > 0) {
+      stop_if_requested();
+      for (nlohmann::json& row : evaluate_stream_rows(model, cfg)) evaluations.push_back(row);
+    }
   } catch (const TrainingInterrupted& stopped) {
     std::cout << "poslab train: stopped: " << stopped.what() << "\ncontinue with: poslab train "
               << "--config " << run.file("config.toml").string() << " --resume\n";
@@ -643,6 +750,45 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
     std::cout << "wrote " << token_losses_file << " (" << token_losses.size()
               << " token losses, float32)\n";
   }
+  return 0;
+}
+
+int run_eval_stream(const std::string& run_dir, const std::vector<std::string>& overrides) {
+  RunDirectory run = RunDirectory::open(run_dir);
+  const Config cfg = load_config(run.file("config.toml").string(), registered_choices(), overrides);
+  if (cfg.eval.stream_length == 0)
+    throw std::runtime_error("eval --run " + run_dir + " --stream: eval.stream_length is 0 in "
+                             "the run's config; give the stream's length with --set, e.g. "
+                             "--set eval.stream_length=" + std::to_string(100 * cfg.train.seq_len));
+  set_threads(cfg.train.threads);
+  check_stream_memory(cfg, "the streaming evaluation of " + run_dir);
+  TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
+  load_checkpoint(run.path(), model.arena());
+  const std::vector<nlohmann::json> rows = evaluate_stream_rows(model, cfg);
+  for (const nlohmann::json& row : rows)  // a mode that cannot run is this command's error
+    if (row.contains("error"))
+      throw std::runtime_error("eval --run " + run_dir + " --stream, mode " +
+                               row["kind"].get<std::string>() + ": " +
+                               row["error"].get<std::string>());
+  // eval_stream.csv: the loss along the stream, one line per mode and bucket.
+  std::string csv = "kind,stream_sinks,stream_recent,stream_positions,position_low,"
+                    "position_high,tokens,loss\n";
+  for (const nlohmann::json& row : rows) {
+    const nlohmann::json& b = row["loss_by_stream_position"];
+    for (std::size_t i = 0; i < b["low"].size(); ++i) {
+      std::ostringstream line;
+      line << std::setprecision(9) << row["kind"].get<std::string>() << ","
+           << row["stream_sinks"].get<int>() << "," << row["stream_recent"].get<int>() << ","
+           << row["stream_positions"].get<std::string>() << "," << b["low"][i].get<long>()
+           << "," << b["high"][i].get<long>() << "," << b["tokens"][i].get<long>() << ","
+           << b["loss"][i].get<double>() << "\n";
+      csv += line.str();
+    }
+  }
+  run.write_json("eval_stream.json", {{"evaluations", rows}});
+  write_file_atomically(run.file("eval_stream.csv"), csv);
+  std::cout << "wrote " << run.file("eval_stream.json").string() << " and "
+            << run.file("eval_stream.csv").string() << " (" << rows.size() << " modes)\n";
   return 0;
 }
 

@@ -34,6 +34,11 @@ int run_train(const Config& cfg, ExistingRun existing = ExistingRun::refuse,
 int run_eval(const std::string& run_dir, const std::vector<std::string>& overrides, int seq_len,
              int mem_len, const std::string& token_losses_file = "");
 
+// The streaming evaluation of a finished run (eval.stream_*, from its config with `overrides`;
+// train/streaming_cache.hpp): one row per mode of eval.stream_modes, written to
+// DIR/eval_stream.json, and the loss along the stream to DIR/eval_stream.csv.
+int run_eval_stream(const std::string& run_dir, const std::vector<std::string>& overrides);
+
 // The passkey grid of a finished run (eval.passkey_*, from its config with `overrides`): one
 // row per (length, depth) cell, written to DIR/eval_passkey.json.
 int run_eval_passkey(const std::string& run_dir, const std::vector<std::string>& overrides);

@@ -154,6 +154,7 @@ struct Arguments {
   bool init_optimizer = false;       // train: with its Adam moments (train.init_optimizer)
   std::string token_losses_file;     // eval: per-token losses (.npy)
   bool passkey = false;              // eval: the passkey grid instead of one setting
+  bool stream = false;               // eval: the streaming cache's modes instead
   std::string describe;              // encodings --describe: the encoding
   long describe_length = 0;          // encodings --length: keys of the call (0: the config's)
   bool describe_csv = false;         // encodings --csv
@@ -300,12 +301,27 @@ int run(int argc, char** argv) {
                  "eval.passkey_depths, from the run's config or --set) and write "
                  "DIR/eval_passkey.json")
       ->excludes("--seq-len", "--mem-len", "--token-losses");
+  eval->add_flag("--stream", args.stream,
+                 "Evaluate the streaming cache instead (StreamingLLM's attention sinks and its "
+                 "baselines: eval.stream_*, from the run's config or --set) and write "
+                 "DIR/eval_stream.json and DIR/eval_stream.csv")
+      ->excludes("--seq-len", "--mem-len", "--token-losses", "--passkey");
   eval->footer(
       "Reads DIR/config.toml (with --set applied) and DIR/checkpoint/, evaluates on eval.split\n"
       "(validation unless --set eval.split=test) and writes DIR/eval_L<seq-len>_M<mem-len>.json.\n"
       "With --passkey: one row per (length, depth) cell of the passkey grid (docs/06, 'Passkey\n"
       "retrieval'), in DIR/eval_passkey.json; e.g. for a run trained without a grid:\n"
       "  poslab eval --run runs/rope --passkey --set 'eval.passkey_length_factors=[2, 4]'\n"
+      "With --stream (language models, relative encodings; docs/06, 'Streaming evaluation'):\n"
+      "the first eval.stream_length bytes of eval.split read token by token with a cache of\n"
+      "eval.stream_sinks first tokens (default 4) + eval.stream_recent recent ones (default\n"
+      "0 = train.seq_len - 1 - sinks), at eval.stream_positions = \"cache\" (StreamingLLM's\n"
+      "pos-shift: indices in the cache) or \"text\" (stream positions), beside the baselines of\n"
+      "eval.stream_modes (default [\"sinks\", \"window\", \"recompute\", \"dense\"]); every mode\n"
+      "scores the bytes after the first sinks + recent + 1. One row per mode in\n"
+      "DIR/eval_stream.json (mean loss, tokens/s), the loss by stream position in buckets of\n"
+      "train.seq_len bytes in DIR/eval_stream.csv; e.g.\n"
+      "  poslab eval --run runs/rope --stream --set eval.stream_length=6400\n"
       "Example:\n"
       "  poslab eval --run runs/shaw-k8 --seq-len 256 --mem-len 256");
 
@@ -669,9 +685,10 @@ int run(int argc, char** argv) {
                        args.wait_for_trainer_seconds);
     }
     if (*eval)
-      return args.passkey ? run_eval_passkey(args.run_dir, args.overrides)
-                          : run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len,
-                                     args.token_losses_file);
+      return args.passkey  ? run_eval_passkey(args.run_dir, args.overrides)
+             : args.stream ? run_eval_stream(args.run_dir, args.overrides)
+                           : run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len,
+                                      args.token_losses_file);
     if (*bench) {
       const Config cfg =
           args.config_path.empty()

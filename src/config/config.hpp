@@ -162,6 +162,16 @@ struct EvalConfig {
   // "paper" (104 fixed bytes, L >= 103) or "compact" (28 fixed bytes, L >= 27).
   std::string passkey_format = "paper";
   std::uint64_t passkey_seed = 1;  // the instances (keys, windows); the same for every run
+  // Streaming evaluation with attention sinks (StreamingLLM; train/streaming_cache.hpp),
+  // language models with a relative encoding only: the first stream_length bytes of eval.split,
+  // read token by token with a cache of the stream_sinks first tokens and the stream_recent
+  // most recent ones, beside the baselines of stream_modes; every mode scores the bytes after
+  // the first stream_sinks + stream_recent + 1. 0 = off.
+  int stream_length = 0;
+  int stream_sinks = 4;   // S >= 0
+  int stream_recent = 0;  // R >= 1; 0 = train.seq_len - 1 - stream_sinks (S + R + 1 = L keys)
+  std::string stream_positions = "cache";  // "cache": StreamingLLM's pos-shift; "text"
+  std::vector<std::string> stream_modes = {"sinks", "window", "recompute", "dense"};
 };
 
 struct Config {

@@ -447,6 +447,11 @@ const std::vector<Field>& schema() {
       KEY(eval, passkey_filler, one_of({"corpus", "sentence"})),
       KEY(eval, passkey_format, one_of({"paper", "compact"})),
       KEY(eval, passkey_seed, anything()),
+      KEY(eval, stream_length, at_least(0)),  // 0 = off; else > sinks + recent + 1 (below)
+      KEY(eval, stream_sinks, at_least(0)),
+      KEY(eval, stream_recent, at_least(0)),  // 0 = train.seq_len - 1 - stream_sinks
+      KEY(eval, stream_positions, one_of({"cache", "text"})),
+      STRINGS_KEY(eval, stream_modes, one_of({"sinks", "window", "recompute", "dense"})),
   };
   return fields;
 }
@@ -822,6 +827,30 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
     fail(blame({"eval.copy_distance", "task.name"}),
          "eval.copy_distance: the loss by copy distance is for language models (task.name = "
          "\"lm\"), not task '" + config.task.name + "'");
+  // The streaming cache (train/streaming_cache.hpp): a text stream, a cache of at least one
+  // recent token, and bytes left to score after the first S + R + 1.
+  if (e.stream_length > 0) {
+    if (config.task.name != "lm")
+      fail(blame({"eval.stream_length", "task.name"}),
+           "eval.stream_length: the streaming evaluation reads a text stream, for language "
+           "models (task.name = \"lm\"), not task '" + config.task.name + "'");
+    const std::int64_t S = e.stream_sinks;
+    const std::int64_t R = e.stream_recent > 0 ? e.stream_recent : t.seq_len - 1 - S;
+    if (R < 1)
+      fail(blame({"eval.stream_recent", "eval.stream_sinks", "train.seq_len"}),
+           "eval.stream_recent = 0 means train.seq_len - 1 - eval.stream_sinks = " +
+               std::to_string(R) + " recent tokens: the cache needs at least 1 (lower "
+               "eval.stream_sinks or set eval.stream_recent)");
+    if (S + R + 1 >= e.stream_length)
+      fail(blame({"eval.stream_length", "eval.stream_sinks", "eval.stream_recent"}),
+           "eval.stream_sinks + eval.stream_recent = " + std::to_string(S) + " + " +
+               std::to_string(R) + " reaches beyond the stream (eval.stream_length = " +
+               std::to_string(e.stream_length) + "): every mode scores the bytes after the "
+               "first S + R + 1, so the stream must be longer than S + R + 1 bytes");
+    if (e.stream_modes.empty())
+      fail(blame({"eval.stream_modes"}),
+           "eval.stream_modes is empty: name at least one of sinks, window, recompute, dense");
+  }
   // That every instance fits its length is the rule of task "lm" (tasks/lm.cpp).
   // The rules of the chosen encoding and task (learned's max_len covers the evaluated lengths,
   // a generated task's tokens fit the vocabulary), written by their owners.

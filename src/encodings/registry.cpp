@@ -28,10 +28,24 @@ std::vector<EncodingInfo> with_shared_options(std::vector<EncodingInfo> infos) {
     for (OptionSpec& o : log_n_options()) info.options.push_back(std::move(o));
     ConfigRule own = std::move(info.config_rule);
     const bool has_positions = info.family != EncodingFamily::none;
+    const bool absolute = info.family == EncodingFamily::absolute;
     const std::string name = info.name;
-    info.config_rule = [own, has_positions, name](const Config& config)
+    info.config_rule = [own, has_positions, absolute, name](const Config& config)
         -> std::optional<ConfigProblem> {
       if (auto problem = log_n_problem(config.encoding.options)) return problem;
+      // The streaming cache (train/streaming_cache.hpp) gives its cached tokens new positions
+      // every step (cache positions) or runs past the trained ones (text positions). An
+      // absolute encoding adds a token's position to its embedding once, when it is read, so
+      // neither can be given to it.
+      if (config.eval.stream_length > 0 && absolute)
+        return ConfigProblem{
+            {"eval.stream_length", "encoding.type"},
+            "eval.stream_length: the streaming cache needs a relative encoding, and '" + name +
+                "' is absolute: a cached token keeps the position it was read at (added to its "
+                "embedding), so StreamingLLM's cache positions cannot be given to it, and text "
+                "positions run past train.seq_len = " + std::to_string(config.train.seq_len) +
+                " into positions it never trained (absolute positions restart or exceed the "
+                "trained range)"};
       if (config.train.pose_target_len > 0 && !has_positions)  // PoSE skips position ids
         return ConfigProblem{{"train.pose_target_len", "encoding.type"},
                              "train.pose_target_len: encoding '" + name + "' reads no "

@@ -122,14 +122,25 @@ class Block {
   }
 
   // mem <- last `mem_len` rows of [mem ; x] (the cat_ of the last forward pass).
+  // With sinks = S > 0 (StreamingLLM's attention sinks, train/streaming_cache.hpp), the first S
+  // rows of [mem ; x] stay in front instead, and the last mem_len - S rows follow them:
+  //   K <= mem_len:  mem = [mem ; x]                            (nothing evicted yet)
+  //   K >  mem_len:  mem = [mem ; x][0 : S] ++ [mem ; x][K - (mem_len - S) : K]
+  // Since nothing is evicted before the memory holds mem_len >= S rows, the first S rows are
+  // always the first S tokens the layer ever saw (since the last reset).
   // Both memory buffers are [B, mem_len, d] and only their first memory_rows() rows of each batch
   // element are in use, so neither a new segment nor a reset ever reallocates them.
-  void update_memory(int B, int K, int mem_len) {
+  void update_memory(int B, int K, int mem_len, int sinks = 0) {
     const int new_rows = std::min(mem_len, K);
+    const int kept_sinks = K > mem_len ? std::min(sinks, mem_len) : 0;  // rows kept from the front
+    const int recent = new_rows - kept_sinks;                           // rows kept from the end
     ensure_shape(next_mem_, {std::size_t(B), std::size_t(mem_len), std::size_t(d_)});
-    for (int b = 0; b < B; ++b)
-      std::copy_n(cat_.data() + (long(b) * K + (K - new_rows)) * d_, long(new_rows) * d_,
-                  next_mem_.data() + long(b) * mem_len * d_);
+    for (int b = 0; b < B; ++b) {
+      const T* c = cat_.data() + long(b) * K * d_;  // [K, d]
+      T* m = next_mem_.data() + long(b) * mem_len * d_;
+      std::copy_n(c, long(kept_sinks) * d_, m);
+      std::copy_n(c + long(K - recent) * d_, long(recent) * d_, m + long(kept_sinks) * d_);
+    }
     std::swap(mem_, next_mem_);
     mem_rows_ = new_rows;
   }

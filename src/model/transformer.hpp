@@ -11,8 +11,9 @@
 // restart at 0 on every segment, which is exactly the failure case of state reuse that
 // Transformer-XL describes; relative encodings only see i - j and do not care.
 // memory.continue_positions passes the stream position as offset instead. A caller may also
-// give the segment's positions outright (PoSE's skipping ids, data/pose_batcher.hpp): then
-// queries and keys both sit at positions[0..L-1], and there must be no memory.
+// give the keys' positions outright, memory rows first, then the segment, whose positions the
+// queries share: PoSE's skipping ids (data/pose_batcher.hpp, no memory) and the streaming
+// cache's positions (train/streaming_cache.hpp: sinks and recent tokens in memory).
 #pragma once
 
 #include <cmath>
@@ -94,10 +95,11 @@ class TransformerLM {
 
   // Runs one segment. tokens, targets [B, L]; weights [B, L] or nullptr (all 1).
   // position_offset: see the top of this file. With memory enabled, the memory of the previous
-  // call is used and (if update_memory) replaced. positions [L] or nullptr: the position ids of
-  // the segment's columns, the same for every row (PoSE); only without memory rows, and they
-  // take the place of position_offset and of randomized positions. Returns the weighted mean
-  // loss.
+  // call is used and (if update_memory) replaced. positions [M + L] or nullptr, M =
+  // memory_rows() at the call: the position ids of the keys, the M memory rows first, then the
+  // segment's columns (the queries' positions), the same for every row. Without memory that is
+  // [L] (PoSE). They take the place of position_offset, randomized positions and same_length's
+  // window (the caller chose the keys). Returns the weighted mean loss.
   double forward(const std::int32_t* tokens, const std::int32_t* targets, const T* weights, int B,
                  int L, std::int64_t position_offset = 0, bool update_memory = true,
                  const std::int64_t* positions = nullptr) {
@@ -121,7 +123,8 @@ class TransformerLM {
                           inference_only_ ? &inference_ : nullptr);
     last_forward_inference_ = inference_only_;
     if (update_memory && memory_cfg_.mem_len > 0)
-      for (auto& b : blocks_) b->update_memory(B, geometry_.k_len, memory_cfg_.mem_len);
+      for (auto& b : blocks_)
+        b->update_memory(B, geometry_.k_len, memory_cfg_.mem_len, memory_sinks_);
 
     // Output layer and loss.
     const T* top = layer_input(cfg_.n_layers);
@@ -245,6 +248,14 @@ class TransformerLM {
 
   // Memory length used from now on (evaluation may use another one than training).
   void set_mem_len(int mem_len) { memory_cfg_.mem_len = mem_len; }
+  // Attention sinks (StreamingLLM, train/streaming_cache.hpp): from now on the memory keeps its
+  // first `sinks` rows when it evicts (Block::update_memory); 0 = the last mem_len rows, as
+  // Transformer-XL. Returns the previous value.
+  int set_memory_sinks(int sinks) {
+    const int was = memory_sinks_;
+    memory_sinks_ = sinks;
+    return was;
+  }
   int mem_len() const { return memory_cfg_.mem_len; }
   int memory_rows() const { return blocks_.empty() ? 0 : blocks_[0]->memory_rows(); }
 
@@ -279,17 +290,13 @@ class TransformerLM {
                                   q_pos_.data(), k_pos_.data()};
   }
 
-  // Queries and keys at the caller's positions [L] (PoSE). Memory rows would need positions of
-  // their own, which a caller of this form does not give: refused.
+  // Keys at the caller's positions [M + L], memory rows first; the queries at the last L
+  // (PoSE: M = 0; the streaming cache: its sinks and recent tokens). No same_length window.
   void set_given_geometry(int B, int L, int M, const std::int64_t* positions) {
-    if (M != 0)
-      throw std::invalid_argument("explicit positions (PoSE) need a model without memory, but " +
-                                  std::to_string(M) + " memory rows are cached");
-    q_pos_.assign(positions, positions + L);
-    k_pos_.assign(positions, positions + L);
-    geometry_ = AttentionGeometry{B, L, 0, L, cfg_.n_heads, cfg_.d_model / cfg_.n_heads,
-                                  memory_cfg_.same_length ? memory_cfg_.mem_len : 0,
-                                  q_pos_.data(), k_pos_.data()};
+    k_pos_.assign(positions, positions + M + L);
+    q_pos_.assign(positions + M, positions + M + L);
+    geometry_ = AttentionGeometry{B, L, M, M + L, cfg_.n_heads, cfg_.d_model / cfg_.n_heads,
+                                  /*window=*/0, q_pos_.data(), k_pos_.data()};
   }
 
   // k_pos_ <- a sorted sample of K distinct integers from [0, max_position_), by selection
@@ -315,6 +322,7 @@ class TransformerLM {
   std::unique_ptr<Rng> position_rng_;
   int max_position_ = 0;
   bool randomized_ = false;
+  int memory_sinks_ = 0;  // set_memory_sinks
   ParameterArena<T> arena_;
   Param E_, W_out_, b_out_;
   std::unique_ptr<Encoding<T>> encoding_;

@@ -288,6 +288,14 @@ constexpr const char* kRunColumns[] = {"in_distribution_ok", "unigram_loss", "bi
 constexpr const char* kCopyDistanceColumns[] = {"min_match", "class", "distance_low",
                                                 "distance_high", "tokens", "loss"};
 
+// loss_by_stream_position.csv: after the setting, the streaming mode's cache (sinks, recent,
+// positions), the bucket of stream positions [position_low, position_high), the scored bytes
+// and their mean loss.
+constexpr const char* kStreamSettingColumns[] = {"stream_sinks", "stream_recent",
+                                                 "stream_positions"};
+constexpr const char* kStreamBucketColumns[] = {"position_low", "position_high", "tokens",
+                                                "loss"};
+
 // The lines of one setting's eval.json "copy_distance" (cli/commands.cpp writes it): one per
 // bucket of copy bytes, then mismatch and no_match.
 std::vector<nlohmann::json> copy_distance_lines(const nlohmann::json& c) {
@@ -342,11 +350,16 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
   // and bucket of train/copy_distance.hpp; written only when some run measured it.
   std::vector<Cell> copies_header = positions_header;
   for (const char* c : kCopyDistanceColumns) copies_header.push_back(c);
+  // loss_by_stream_position.csv (eval.stream_length): the setting, then one line per bucket of
+  // the stream (train/streaming_cache.hpp); written only when some run measured it.
+  std::vector<Cell> stream_header = positions_header;
+  for (const char* c : kStreamSettingColumns) stream_header.push_back(c);
+  for (const char* c : kStreamBucketColumns) stream_header.push_back(c);
   for (const char* c : {"position", "loss"}) positions_header.push_back(c);
 
   std::string summary = csv_line(header), positions = csv_line(positions_header);
-  std::string copies = csv_line(copies_header);
-  bool any_copies = false;
+  std::string copies = csv_line(copies_header), streams = csv_line(stream_header);
+  bool any_copies = false, any_streams = false;
   for (const PlannedRun& run : runs) {
     const fs::path dir = layout.run_dir(run);
     if (!fs::is_directory(dir) || !RunDirectory::open(dir).is_complete()) continue;
@@ -386,6 +399,22 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
         }
       }
 
+      if (e.contains("loss_by_stream_position") && e["loss_by_stream_position"].is_object()) {
+        any_streams = true;
+        const nlohmann::json& b = e["loss_by_stream_position"];
+        for (std::size_t i = 0; i < b["low"].size(); ++i) {
+          std::vector<Cell> cells(who.begin() + 1, who.end());
+          cells.insert(cells.end(), setting.begin(), setting.end());
+          for (const char* c : kStreamSettingColumns) cells.push_back(json_cell(e, c));
+          const nlohmann::json line = {{"position_low", b["low"][i]},
+                                       {"position_high", b["high"][i]},
+                                       {"tokens", b["tokens"][i]},
+                                       {"loss", b["loss"][i]}};
+          for (const char* c : kStreamBucketColumns) cells.push_back(json_cell(line, c));
+          streams += csv_line(cells);
+        }
+      }
+
       if (!e.contains("loss_by_position") || !e["loss_by_position"].is_array()) continue;
       const nlohmann::json& losses = e["loss_by_position"];
       for (std::size_t p = 0; p < losses.size(); ++p) {
@@ -401,6 +430,7 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
   write_file_atomically(layout.summary(), summary);
   write_file_atomically(layout.loss_by_position(), positions);
   if (any_copies) write_file_atomically(layout.loss_by_copy_distance(), copies);
+  if (any_streams) write_file_atomically(layout.loss_by_stream_position(), streams);
   return commits;
 }
 

@@ -17,6 +17,8 @@
 //   loss_by_position.csv       one row per (finished run, evaluation setting, position)
 //   loss_by_copy_distance.csv  eval.copy_distance: one row per (finished run, setting, class,
 //                              distance bucket); only when some run measured it
+//   loss_by_stream_position.csv  eval.stream_length: one row per (finished run, streaming mode,
+//                              bucket of stream positions); only when some run measured it
 //   commands.txt               --export commands only
 //   slurm/<time>/, slurm/header.sh   --export slurm only (slurm_export.hpp)
 //
@@ -73,6 +75,9 @@ struct StudyLayout {
   std::filesystem::path summary() const { return root / "summary.csv"; }
   std::filesystem::path loss_by_position() const { return root / "loss_by_position.csv"; }
   std::filesystem::path loss_by_copy_distance() const { return root / "loss_by_copy_distance.csv"; }
+  std::filesystem::path loss_by_stream_position() const {
+    return root / "loss_by_stream_position.csv";
+  }
   std::filesystem::path commands() const { return root / "commands.txt"; }
 };
 

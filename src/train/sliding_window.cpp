@@ -12,7 +12,8 @@ namespace poslab {
 
 EvalResult evaluate_sliding_window(TransformerLM<float>& model,
                                    const std::vector<std::int32_t>& tokens,
-                                   const SlidingWindowOptions& o) {
+                                   const SlidingWindowOptions& o,
+                                   std::vector<float>* token_losses) {
   const int A = o.attn_len, S = o.stride, V = model.config().vocab_size;
   if (A < 1 || S < 1 || S > A || o.batch < 1)
     throw std::invalid_argument("sliding window: need 1 <= stride <= attn_len and batch >= 1, got "
@@ -36,6 +37,7 @@ EvalResult evaluate_sliding_window(TransformerLM<float>& model,
   std::vector<std::int32_t> inputs(std::size_t(B) * A), targets(inputs.size());  // [B, A]
   std::vector<float> weights(inputs.size());                                       // [B, A]
   EvalResult r;
+  if (token_losses) token_losses->clear();
   double loss_sum = 0, correct = 0;
   for (std::int64_t first = 0; first < windows; first += B) {
     // Rows b < rows hold windows first + b; the rest repeat the last one with weight 0, so that
@@ -57,6 +59,7 @@ EvalResult evaluate_sliding_window(TransformerLM<float>& model,
       if (weights[cell] == 0) continue;
       const float* z = logits + cell * V;
       loss_sum += loss[cell];
+      if (token_losses) token_losses->push_back(loss[cell]);  // cells are in target order
       correct += (std::max_element(z, z + V) - z) == targets[cell];
       ++r.tokens;
     }

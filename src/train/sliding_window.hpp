@@ -37,10 +37,14 @@ struct SlidingWindowOptions {
 };
 
 // Mean loss (nats/token) and accuracy over the scored targets; loss_by_position is empty.
-// The model runs without memory; its memory length is restored afterwards.
+// The model runs without memory; its memory length is restored afterwards. token_losses, if
+// given, receives the loss of every scored target in stream order: targets tokens[A], ...
+// (the streaming cache's "recompute" baseline, train/streaming_cache.hpp, reads them by
+// position).
 EvalResult evaluate_sliding_window(TransformerLM<float>& model,
                                    const std::vector<std::int32_t>& tokens,
-                                   const SlidingWindowOptions& options);
+                                   const SlidingWindowOptions& options,
+                                   std::vector<float>* token_losses = nullptr);
 
 // Evaluation WITH state reuse over the same tokens, for timing beside the sliding window: one
 // stream (batch 1 row per stream, `batch` streams), segments of seq_len tokens, memory mem_len.

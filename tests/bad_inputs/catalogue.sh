@@ -200,6 +200,22 @@ expect_error stride_not_lm "sliding-window evaluation reads a text stream" "$POS
 # beyond it.)
 expect_error copy_min_match_zero "eval.copy_min_match must be >= 1, got 0" "$POSLAB" "${T[@]}" --set eval.copy_distance=true --set eval.copy_min_match=0 --out out
 expect_error copy_distance_not_lm "eval.copy_distance: the loss by copy distance is for language models" "$POSLAB" "${T[@]}" --set task.name=copy --set eval.copy_distance=true --out out
+# Streaming cache (issue 36 item 5): an absolute encoding, a cache as long as the stream, a
+# negative or empty setting, a stream the split cannot hold.
+{ cat tiny.toml; printf 'stream_length = 200\n[encoding]\ntype = "sinusoidal"\n'; } >stream_absolute.toml
+stream_line=$(grep -n '^stream_length' stream_absolute.toml | cut -d: -f1)
+expect_error stream_absolute_encoding "stream_absolute.toml:$stream_line: eval.stream_length: the streaming cache needs a relative encoding, and 'sinusoidal' is absolute" "$POSLAB" train --config stream_absolute.toml --out out
+expect_error stream_learned_encoding "'learned' is absolute" "$POSLAB" "${T[@]}" --set encoding.type=learned --set eval.stream_length=200 --out out
+expect_error stream_cache_beyond_stream "eval.stream_sinks + eval.stream_recent = 4 + 3 reaches beyond the stream (eval.stream_length = 8)" "$POSLAB" "${T[@]}" --set eval.stream_length=8 --out out
+expect_error stream_sinks_negative "eval.stream_sinks must be >= 0" "$POSLAB" "${T[@]}" --set eval.stream_length=200 --set eval.stream_sinks=-1 --out out
+expect_error stream_recent_none_left "means train.seq_len - 1 - eval.stream_sinks = 0 recent tokens" "$POSLAB" "${T[@]}" --set eval.stream_length=200 --set eval.stream_sinks=7 --out out
+expect_error stream_modes_empty "eval.stream_modes is empty" "$POSLAB" "${T[@]}" --set eval.stream_length=200 --set 'eval.stream_modes=[]' --out out
+expect_error stream_not_lm "the streaming evaluation reads a text stream" "$POSLAB" "${T[@]}" --set task.name=copy --set eval.stream_length=200 --out out
+expect_error stream_longer_than_split "eval.stream_length = 100000 is longer than the valid split" "$POSLAB" "${T[@]}" --set eval.stream_length=100000 --out out
+expect_error eval_stream_no_length "--stream: eval.stream_length is 0 in the run's config" "$POSLAB" eval --run finished_rope --stream
+expect_error eval_stream_absolute "'sinusoidal' is absolute" "$POSLAB" eval --run finished --stream --set encoding.type=sinusoidal --set eval.stream_length=200
+expect_ok    eval_stream_runs finished_rope/eval_stream.csv "$POSLAB" eval --run finished_rope --stream --set eval.stream_length=200
+rm -f finished_rope/eval_stream.csv finished_rope/eval_stream.json
 # --- Accepted bad input ---------------------------------------------------------------------
 expect_error nonfinite_eps "train.eps must be a finite number" "$POSLAB" "${T[@]}" --set train.eps=inf --out out
 expect_error option_beyond_int32 "encoding.clip_k must be in [-2147483648, 2147483647] to fit its C++ type" "$POSLAB" "${T[@]}" --set encoding.type=shaw --set encoding.clip_k=4294967296 --out out

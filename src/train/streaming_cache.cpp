@@ -1,0 +1,205 @@
+// The streaming evaluation with attention sinks and its baselines: what and why are in
+// streaming_cache.hpp; this file is the how.
+#include "train/streaming_cache.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <stdexcept>
+
+#include "train/sliding_window.hpp"
+
+namespace poslab {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// The model's evaluation state for one pass, restored when the pass ends (or throws).
+class PassState {
+ public:
+  PassState(TransformerLM<float>& model, int mem_len, int sinks)
+      : model_(model),
+        mem_len_(model.mem_len()),
+        sinks_(model.set_memory_sinks(sinks)),
+        inference_only_(model.set_inference_only(true)),
+        randomized_(model.set_randomized_positions(false)) {
+    model.set_mem_len(mem_len);
+    model.reset_memory();
+  }
+  ~PassState() {
+    model_.set_mem_len(mem_len_);
+    model_.set_memory_sinks(sinks_);
+    model_.set_inference_only(inference_only_);
+    model_.set_randomized_positions(randomized_);
+    model_.reset_memory();
+  }
+
+ private:
+  TransformerLM<float>& model_;
+  int mem_len_, sinks_;
+  bool inference_only_, randomized_;
+};
+
+// sinks, window: token by token, the memory of S + R rows keeping its first S (S = 0: window).
+StreamResult read_with_cache(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
+                             int sinks, int recent, StreamPositions positions, long first_target) {
+  const auto T = static_cast<std::int64_t>(tokens.size());
+  StreamResult r;
+  r.first_target = first_target;
+  const auto start = Clock::now();
+  PassState state(model, sinks + recent, sinks);
+  for (std::int64_t t = 0; t + 1 < T; ++t) {  // input tokens[t], target tokens[t + 1]
+    // Before the step the memory holds M = min(t, S + R) rows: tokens 0..t-1 while t <= S + R,
+    // then the sinks 0..S-1 and the recent t-R..t-1 (Block::update_memory evicted the rest).
+    const std::vector<std::int64_t> pos = stream_step_positions(positions, sinks, recent, t);
+    if (std::int64_t(model.memory_rows()) + 1 != std::int64_t(pos.size()))
+      throw std::logic_error("streaming cache: the memory holds " +
+                             std::to_string(model.memory_rows()) + " rows at step " +
+                             std::to_string(t) + ", the cache policy " +
+                             std::to_string(pos.size() - 1));
+    // One query [1, 1] over keys [1, M + 1]; the memory then drops token t - R (if full).
+    model.forward(&tokens[std::size_t(t)], &tokens[std::size_t(t + 1)], nullptr, 1, 1, 0,
+                  /*update_memory=*/true, pos.data());
+    if (t + 1 >= first_target) r.token_losses.push_back(model.token_loss().data()[0]);
+  }
+  r.seconds = seconds_since(start);
+  return r;
+}
+
+// dense: segments of `segment` tokens; the memory keeps the whole stream read so far, so token t
+// attends to tokens 0..t at their text positions, as with an unbounded cache.
+StreamResult read_dense(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
+                        int segment, long first_target) {
+  const auto T = static_cast<std::int64_t>(tokens.size());
+  StreamResult r;
+  r.first_target = first_target;
+  const auto start = Clock::now();
+  PassState state(model, int(T), /*sinks=*/0);
+  std::vector<std::int64_t> pos;
+  for (std::int64_t t0 = 0; t0 + 1 < T; t0 += segment) {
+    const int len = int(std::min<std::int64_t>(segment, T - 1 - t0));  // inputs t0 .. t0+len-1
+    pos.resize(std::size_t(t0 + len));  // keys: memory 0..t0-1, then the segment t0..t0+len-1
+    std::iota(pos.begin(), pos.end(), std::int64_t(0));
+    model.forward(&tokens[std::size_t(t0)], &tokens[std::size_t(t0 + 1)], nullptr, 1, len, 0,
+                  /*update_memory=*/true, pos.data());
+    for (int i = 0; i < len; ++i)  // target t0 + i + 1
+      if (t0 + i + 1 >= first_target) r.token_losses.push_back(model.token_loss().data()[i]);
+  }
+  r.seconds = seconds_since(start);
+  return r;
+}
+
+// recompute: windows of A = S + R + 1 tokens moving by 1 (train/sliding_window.hpp); window s
+// scores target tokens[s + A], so the targets start at A.
+StreamResult read_recomputing(TransformerLM<float>& model,
+                              const std::vector<std::int32_t>& tokens, int attended, int batch,
+                              long first_target) {
+  if (first_target < attended)
+    throw std::invalid_argument(
+        "streaming cache, recompute: a window of " + std::to_string(attended) +
+        " tokens first predicts tokens[" + std::to_string(attended) + "], not tokens[" +
+        std::to_string(first_target) + "] (score from S + R + 1 on)");
+  StreamResult r;
+  r.first_target = first_target;
+  const auto start = Clock::now();
+  std::vector<float> losses;
+  evaluate_sliding_window(model, tokens,
+                          SlidingWindowOptions{.attn_len = attended, .stride = 1, .batch = batch},
+                          &losses);
+  r.seconds = seconds_since(start);
+  r.token_losses.assign(losses.begin() + (first_target - attended), losses.end());
+  return r;
+}
+
+}  // namespace
+
+StreamPositions stream_positions_from_name(const std::string& name) {
+  if (name == "cache") return StreamPositions::cache;
+  if (name == "text") return StreamPositions::text;
+  throw std::invalid_argument("stream positions must be cache or text, got '" + name + "'");
+}
+
+StreamMode stream_mode_from_name(const std::string& name) {
+  for (StreamMode m : {StreamMode::sinks, StreamMode::window, StreamMode::recompute,
+                       StreamMode::dense})
+    if (stream_mode_name(m) == name) return m;
+  throw std::invalid_argument("stream mode must be sinks, window, recompute or dense, got '" +
+                              name + "'");
+}
+
+std::string stream_mode_name(StreamMode mode) {
+  switch (mode) {
+    case StreamMode::sinks: return "sinks";
+    case StreamMode::window: return "window";
+    case StreamMode::recompute: return "recompute";
+    case StreamMode::dense: return "dense";
+  }
+  return "";
+}
+
+std::vector<std::int64_t> stream_step_positions(StreamPositions positions, int sinks, int recent,
+                                                std::int64_t t) {
+  const std::int64_t S = sinks, R = recent;
+  const std::int64_t M = std::min(t, S + R);  // cached tokens before step t
+  std::vector<std::int64_t> pos(std::size_t(M + 1));  // [M + 1]: memory, then token t
+  if (positions == StreamPositions::cache || t <= S + R) {
+    // cache: slots 0..M (pos-shift); text, nothing evicted yet: tokens 0..t are slots 0..t.
+    std::iota(pos.begin(), pos.end(), std::int64_t(0));
+    return pos;
+  }
+  // text, after eviction: sinks 0..S-1, recent t-R..t-1, the current token t.
+  std::iota(pos.begin(), pos.begin() + S, std::int64_t(0));
+  std::iota(pos.begin() + S, pos.end(), t - R);
+  return pos;
+}
+
+StreamResult evaluate_stream_cache(TransformerLM<float>& model,
+                                   const std::vector<std::int32_t>& tokens, StreamMode mode,
+                                   const StreamOptions& o) {
+  const int S = o.sinks, R = o.recent;
+  if (S < 0 || R < 1 || o.first_target < 0 || o.dense_segment < 1 || o.batch < 1)
+    throw std::invalid_argument("streaming cache: need sinks >= 0, recent >= 1, first_target "
+                                ">= 0, dense_segment >= 1 and batch >= 1, got sinks " +
+                                std::to_string(S) + ", recent " + std::to_string(R));
+  const long first = o.first_target > 0 ? o.first_target : long(S) + R + 1;
+  if (first < 1 || first >= long(tokens.size()))
+    throw std::invalid_argument("streaming cache: a stream of " + std::to_string(tokens.size()) +
+                                " tokens has no target at or after tokens[" +
+                                std::to_string(first) + "] (sinks + recent = " +
+                                std::to_string(S + R) + ")");
+  StreamResult r;
+  switch (mode) {
+    case StreamMode::sinks: r = read_with_cache(model, tokens, S, R, o.positions, first); break;
+    case StreamMode::window: r = read_with_cache(model, tokens, 0, S + R, o.positions, first); break;
+    case StreamMode::recompute: r = read_recomputing(model, tokens, S + R + 1, o.batch, first); break;
+    case StreamMode::dense: r = read_dense(model, tokens, o.dense_segment, first); break;
+  }
+  r.tokens = long(r.token_losses.size());
+  double sum = 0;
+  for (float l : r.token_losses) sum += l;
+  r.loss = r.tokens > 0 ? sum / double(r.tokens) : 0;
+  return r;
+}
+
+std::vector<StreamBucket> stream_buckets(const StreamResult& r, int width) {
+  std::vector<StreamBucket> buckets;
+  for (long k = 0; k < r.tokens; ++k) {
+    const long target = r.first_target + k;  // its stream position
+    const long low = target / width * width;
+    if (buckets.empty() || buckets.back().low != low)
+      buckets.push_back({.low = low, .high = low + width});
+    buckets.back().tokens += 1;
+    buckets.back().loss += r.token_losses[std::size_t(k)];
+  }
+  for (StreamBucket& b : buckets) b.loss /= double(b.tokens);
+  if (!buckets.empty())  // the last bucket ends with the stream
+    buckets.back().high = std::min(buckets.back().high, r.first_target + r.tokens);
+  return buckets;
+}
+
+}  // namespace poslab

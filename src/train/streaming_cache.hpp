@@ -1,0 +1,100 @@
+// Streaming evaluation with attention sinks (StreamingLLM, Xiao et al. 2023) and its three
+// baselines: a language model reads one long stream token by token, as it would while
+// generating, keeping only a bounded cache of the past.
+//
+// StreamingLLM's cache (`StartRecentKVCache` in mit-han-lab/streaming-llm) holds the S first
+// tokens of the stream, the "attention sinks", and the R most recent ones. Token t (0-based,
+// predicting token t + 1) attends to
+//
+//     {0, ..., S-1}  U  {t-R, ..., t-1}  U  {t}          S + R + 1 keys once t > S + R
+//
+// and after the step the oldest recent token, t - R, is evicted (the sinks never are). The
+// paper's point: softmax attention dumps its surplus mass on the first tokens, so a plain window
+// (S = 0) that evicts them breaks the model; keeping 1..4 sinks restores it (Tables 1-3).
+//
+// The cache here is Transformer-XL's memory (model/block.hpp): each layer keeps its INPUTS of
+// earlier tokens, mem [1, M, d], and computes their keys and values again at every step, with
+// that step's positions. StreamingLLM's pos-shift needs exactly that (its cache holds keys before
+// RoPE and rotates them anew every step), so the sink policy is one rule of the memory update
+// (Block::update_memory with sinks = S): keep the first S rows when evicting, then the last R.
+// As with a KV cache, a cached token's state was computed once, from what was in view when it
+// was read, and is never recomputed.
+//
+// Positions (eval.stream_positions), for the M = min(t, S + R) cached tokens and the current one:
+//   cache  StreamingLLM's pos-shift (paper section 3.2; `llama_pos_shift_attention_forward`):
+//          positions are indices within the cache: keys at 0, 1, ..., M, the query at M.
+//          The paper's example: cache [0,1,2,3,6,7,8] decoding token 9 uses positions 0..7.
+//   text   every token keeps its place in the stream: sinks at 0..S-1, recent tokens at
+//          t-R..t-1, the query at t. Distances grow without bound: a relative encoding then
+//          reads the sinks at distances it never saw in training. (This is not what the
+//          released script does without --enable_pos_shift, which pins every new token at
+//          S + R once the cache is full; REFERENCE.md, "Second reading".)
+//
+// The four modes (eval.stream_modes), all over the same stream and the same targets:
+//   sinks      the cache above: S sinks + R recent.
+//   window     window attention: S = 0, the last S + R tokens (the same cache size).
+//   recompute  sliding window with recomputation: every prediction a fresh forward pass over the
+//              last S + R + 1 tokens, at positions 0..S+R (train/sliding_window.hpp, stride 1):
+//              no cached state, O(T (S+R)^2) work. With one layer it equals `window` with cache
+//              positions; with more it differs once a token is evicted, because the cached
+//              states of deeper layers carry information from evicted tokens.
+//   dense      everything before the token in view (no eviction), at text positions: segments
+//              of `dense_segment` tokens with a memory of the whole stream read so far, which
+//              gives every token the same keys as reading token by token with an unbounded cache.
+//
+// Scored targets: tokens[first_target .. T-1]. The evaluation plan uses first_target = S + R + 1,
+// the first prediction made with a full cache (before it the four modes see the same keys).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/transformer.hpp"
+
+namespace poslab {
+
+enum class StreamPositions { cache, text };
+enum class StreamMode { sinks, window, recompute, dense };
+
+StreamPositions stream_positions_from_name(const std::string& name);  // "cache" | "text"
+StreamMode stream_mode_from_name(const std::string& name);  // "sinks" | "window" | ...
+std::string stream_mode_name(StreamMode mode);
+
+struct StreamOptions {
+  int sinks = 4;    // S >= 0
+  int recent = 60;  // R >= 1
+  StreamPositions positions = StreamPositions::cache;
+  long first_target = 0;   // score targets tokens[first_target ..]; 0 = S + R + 1
+  int dense_segment = 64;  // dense: tokens per forward pass
+  int batch = 16;          // recompute: windows per forward pass
+};
+
+struct StreamResult {
+  double loss = 0;                 // mean cross-entropy of the scored targets, nats per token
+  long tokens = 0;                 // scored targets
+  long first_target = 0;           // stream index of the first scored target
+  double seconds = 0;              // wall time of the whole pass (warm-up steps included)
+  std::vector<float> token_losses; // [tokens] loss of targets first_target, first_target + 1, ...
+};
+
+// The positions of step t of the sinks (and window) mode: M cached keys, memory first, then
+// the current token, as described above.  [M + 1]
+std::vector<std::int64_t> stream_step_positions(StreamPositions positions, int sinks, int recent,
+                                                std::int64_t t);
+
+// Reads tokens[0 .. T-1] in `mode` and scores tokens[first_target .. T-1]. The model's memory
+// length and sinks are set for the pass and restored afterwards; its memory is reset.
+StreamResult evaluate_stream_cache(TransformerLM<float>& model,
+                                   const std::vector<std::int32_t>& tokens, StreamMode mode,
+                                   const StreamOptions& options);
+
+// The loss along the stream: the scored targets in buckets of `width` stream positions,
+// [low, high) with low a multiple of width; `tokens` scored targets and their mean `loss` in each.
+struct StreamBucket {
+  long low = 0, high = 0, tokens = 0;
+  double loss = 0;
+};
+std::vector<StreamBucket> stream_buckets(const StreamResult& r, int width);
+
+}  // namespace poslab
