@@ -277,6 +277,17 @@ def copy_distance_figure(copies, name="loss_by_copy_distance"):
             "panels": panels}
 
 
+def stream_figure(streams, name="loss_by_stream_position"):
+    """plots.loss_by_stream_position as charts: per cache, the loss along the stream."""
+    panels = []
+    for title, series, curves in plots.stream_panels(streams):
+        panels.append(curve_panel(mean_rows(curves, "x", "loss", series), title,
+                                  "position in the stream (bytes; bucket start)",
+                                  "loss (nats per byte)", {"type": "linear"},
+                                  ordered(curves[series])))
+    return {"name": name, "title": "loss along the stream, by cache", "panels": panels}
+
+
 def shaw_clip_figure(summary):
     rows = summary[summary["kind"] == "main"].dropna(subset=["loss"])
     panel = curve_panel(mean_rows(rows, "encoding.clip_k", "loss", "variant"), "Shaw's clip k",

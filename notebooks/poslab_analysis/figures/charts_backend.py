@@ -28,6 +28,7 @@ DRAW = {
     "shaw_clip": lambda a: [charts.shaw_clip_figure(a["summary"])],
     "xl_terms": lambda a: [charts.xl_terms_figure(a["summary"])],
     "copy_distance": lambda a: [charts.copy_distance_figure(a["copies"])],
+    "stream": lambda a: [charts.stream_figure(a["streams"])],
     "extension": lambda a: extension_charts(a["study_dir"], a["summary"], a["positions"]),
 }
 

@@ -15,7 +15,8 @@ import tomllib
 import pandas as pd
 
 from poslab_analysis.reading.names import ordered
-from poslab_analysis.reading.study_files import load, read_loss_by_copy_distance
+from poslab_analysis.reading.study_files import (load, read_loss_by_copy_distance,
+                                                 read_loss_by_stream_position)
 
 # The kinds of figure, and what each shows (the arguments figure_set gives them):
 #   passkey            passkey heatmaps, length x depth, one per metric       summary
@@ -31,8 +32,9 @@ from poslab_analysis.reading.study_files import load, read_loss_by_copy_distance
 #   extension          a two-stage (context-extension) study's four figures  study_dir, summary,
 #                                                                             positions
 #   copy_distance      loss by copy distance (eval.copy_distance)           copies
+#   stream             loss along a stream by cache (eval.stream_length)     streams
 KINDS = ("passkey", "pilot_gate", "pilot_budget", "pilot_conditions", "memory", "position",
-         "length", "randomized", "shaw_clip", "xl_terms", "extension", "copy_distance")
+         "length", "randomized", "shaw_clip", "xl_terms", "extension", "copy_distance", "stream")
 
 
 def language_model_rows(summary):
@@ -163,5 +165,8 @@ def figure_set(study_dir):
     copies = read_loss_by_copy_distance(study_dir)
     if copies is not None and copies["loss"].notna().any():
         add("copy_distance", copies=copies)
+    streams = read_loss_by_stream_position(study_dir)
+    if streams is not None and streams["loss"].notna().any():
+        add("stream", streams=streams)
     add("passkey", summary=summary)
     return summary, positions, "study", figures

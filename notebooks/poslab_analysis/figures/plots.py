@@ -505,3 +505,59 @@ def loss_by_copy_distance(copies, out_dir, figure_name="loss_by_copy_distance"):
     fig.suptitle("loss of bytes that continue a string seen d bytes earlier", fontsize="medium")
     fig.tight_layout()
     return save(fig, out_dir, figure_name)
+
+
+STREAM_MODES = ("stream_sinks", "stream_window", "stream_recompute", "stream_dense")
+
+
+def stream_panels(streams):
+    """What the loss-along-the-stream figure shows (eval.stream_length,
+    STUDY/loss_by_stream_position.csv): one panel per streaming mode and cache (kind, sinks,
+    recent, positions), as [(title, series column, curves)]; x = the first stream position of
+    each bucket of bytes."""
+    rows = streams.dropna(subset=["loss"])
+    columns = ["kind", "stream_sinks", "stream_recent", "stream_positions"]
+    order = {kind: i for i, kind in enumerate(STREAM_MODES)}
+    settings = sorted(rows[columns].drop_duplicates().itertuples(index=False, name=None),
+                      key=lambda s: (order.get(s[0], len(order)), s[1], s[2], str(s[3])))
+    out = []
+    for kind, sinks, recent, positions in settings:
+        sub = rows[(rows["kind"] == kind) & (rows["stream_sinks"] == sinks)
+                   & (rows["stream_recent"] == recent) & (rows["stream_positions"] == positions)]
+        mode = kind[len("stream_"):] if kind.startswith("stream_") else kind
+        cache = ("everything in view" if mode == "dense"
+                 else f"windows of {int(recent) + 1}" if mode == "recompute"
+                 else f"{int(sinks)} sinks + {int(recent)} recent")
+        out.append((f"{mode}: {cache}, {positions} positions", series_column(sub),
+                    sub.assign(x=sub["position_low"])))
+    return out
+
+
+def loss_by_stream_position(streams, out_dir, figure_name="loss_by_stream_position"):
+    """The loss along a long stream read token by token (StreamingLLM's figure 3 in miniature),
+    a panel per cache, one curve per encoding (or variant): bounded caches stay flat where dense
+    attention past the trained length does not."""
+    keys = stream_panels(streams)
+    if not keys:
+        return []
+    # One colour per curve name in every panel: an encoding's own, else the next free colour of
+    # matplotlib's cycle (a variant such as sink_logit).
+    names = ordered(pd.concat([curves[series].astype(str) for _, series, curves in keys]))
+    taken = {poslab_style.colour(n) for n in names} - {None}
+    free = [c for c in matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", [])
+            if c not in taken]
+    colours = {}
+    for name in names:
+        colours[name] = poslab_style.colour(name) or (free.pop(0) if free else None)
+    fig, axes = panels(keys, width=4.2)
+    for ax, (title, series, curves) in zip(axes, keys):
+        for name in ordered(curves[series]):
+            mean_band(ax, curves[curves[series] == name], "x", "loss", name, markersize=2,
+                      color=colours.get(str(name)))
+        ax.set_xlabel("position in the stream (bytes; bucket start)")
+        ax.set_ylabel("loss (nats per byte)")
+        ax.set_title(title, fontsize=9)
+    poslab_style.legend_outside(fig, axes)
+    fig.suptitle("loss along the stream, by cache", fontsize="medium")
+    fig.tight_layout()
+    return save(fig, out_dir, figure_name)

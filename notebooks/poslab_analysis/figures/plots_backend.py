@@ -23,6 +23,7 @@ DRAW = {
     "shaw_clip": lambda a, out: plots.shaw_clip(a["summary"], out),
     "xl_terms": lambda a, out: plots.xl_terms(a["summary"], out),
     "copy_distance": lambda a, out: plots.loss_by_copy_distance(a["copies"], out),
+    "stream": lambda a, out: plots.loss_by_stream_position(a["streams"], out),
     "extension": lambda a, out: plots_extension.extension_figures(a["study_dir"], a["summary"],
                                                                   a["positions"], out),
 }

@@ -81,6 +81,12 @@ def read_loss_by_copy_distance(study_dir):
     return pd.read_csv(path) if os.path.exists(path) else None
 
 
+def read_loss_by_stream_position(study_dir):
+    """STUDY/loss_by_stream_position.csv (eval.stream_length), or None if the study has none."""
+    path = os.path.join(study_dir, "loss_by_stream_position.csv")
+    return pd.read_csv(path) if os.path.exists(path) else None
+
+
 def sibling_dir(study_dir, name, family):
     """The directory of study `name` beside `study_dir`, a study of `family`, with the same
     suffix: (results/state_reuse-smoke, settle_recl_capped, state_reuse) ->
