@@ -282,7 +282,7 @@ def stream_figure(streams, name="loss_by_stream_position"):
     panels = []
     for title, series, curves in plots.stream_panels(streams):
         panels.append(curve_panel(mean_rows(curves, "x", "loss", series), title,
-                                  "position in the stream (bytes; bucket start)",
+                                  "position in the stream (bytes, start of a bucket)",
                                   "loss (nats per byte)", {"type": "linear"},
                                   ordered(curves[series])))
     return {"name": name, "title": "loss along the stream, by cache", "panels": panels}

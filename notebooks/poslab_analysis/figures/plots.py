@@ -514,8 +514,20 @@ def stream_panels(streams):
     """What the loss-along-the-stream figure shows (eval.stream_length,
     STUDY/loss_by_stream_position.csv): one panel per streaming mode and cache (kind, sinks,
     recent, positions), as [(title, series column, curves)]; x = the first stream position of
-    each bucket of bytes."""
+    each bucket of bytes. The table's buckets (train.seq_len bytes each) are merged into at
+    most about 25 per stream, each the token-weighted mean of the buckets it holds, so that a
+    curve shows the trend rather than the text of each 64 bytes."""
     rows = streams.dropna(subset=["loss"])
+    if rows.empty:
+        return []
+    width = int((rows["position_high"] - rows["position_low"]).max())
+    width *= max(1, round(int(rows["position_high"].max()) / width / 25))
+    rows = rows.assign(x=(rows["position_low"] // width) * width,
+                       weighted=rows["loss"] * rows["tokens"])
+    keys = [c for c in rows.columns
+            if c not in ("position_low", "position_high", "tokens", "loss", "weighted")]
+    rows = rows.groupby(keys, as_index=False, dropna=False)[["weighted", "tokens"]].sum()
+    rows = rows.assign(loss=rows["weighted"] / rows["tokens"])
     columns = ["kind", "stream_sinks", "stream_recent", "stream_positions"]
     order = {kind: i for i, kind in enumerate(STREAM_MODES)}
     settings = sorted(rows[columns].drop_duplicates().itertuples(index=False, name=None),
@@ -528,8 +540,7 @@ def stream_panels(streams):
         cache = ("everything in view" if mode == "dense"
                  else f"windows of {int(recent) + 1}" if mode == "recompute"
                  else f"{int(sinks)} sinks + {int(recent)} recent")
-        out.append((f"{mode}: {cache}, {positions} positions", series_column(sub),
-                    sub.assign(x=sub["position_low"])))
+        out.append((f"{mode}: {cache}, {positions} positions", series_column(sub), sub))
     return out
 
 
@@ -554,7 +565,7 @@ def loss_by_stream_position(streams, out_dir, figure_name="loss_by_stream_positi
         for name in ordered(curves[series]):
             mean_band(ax, curves[curves[series] == name], "x", "loss", name, markersize=2,
                       color=colours.get(str(name)))
-        ax.set_xlabel("position in the stream (bytes; bucket start)")
+        ax.set_xlabel("position in the stream (bytes, start of a bucket)")
         ax.set_ylabel("loss (nats per byte)")
         ax.set_title(title, fontsize=9)
     poslab_style.legend_outside(fig, axes)
