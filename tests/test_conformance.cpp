@@ -55,6 +55,7 @@
 
 #include "encoding_test_helpers.hpp"
 #include "gradcheck.hpp"
+#include "token_helpers.hpp"
 #include "model/transformer.hpp"
 #include "property_checks.hpp"
 
@@ -304,11 +305,28 @@ void require_at_every_memory(const KitCase& c, Check&& check) {
     }
 }
 
+// Token ids of the kit's models (vocabulary 7).
 std::vector<std::int32_t> random_tokens(int n, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<std::int32_t> t(n);
-  for (auto& x : t) x = std::int32_t(rng.below(7));
-  return t;
+  return testing::random_tokens(n, 7, seed);
+}
+
+// The kit's gradient check: a first segment of B = 2 rows of L = 4 tokens fills the model's memory
+// (if it has one), and the loss of a second segment, which reads it, is checked against finite
+// differences for every parameter of the model.
+template <class Model>
+void require_gradient_with_memory(Model& model, const std::string& what) {
+  const int B = 2, L = 4;
+  auto tok = random_tokens(B * L, 1), tgt = random_tokens(B * L, 2);
+  auto tok2 = random_tokens(B * L, 3), tgt2 = random_tokens(B * L, 4);
+  model.forward(tok.data(), tgt.data(), nullptr, B, L, 0, true);  // fills the memory
+  auto loss = [&] { return model.forward(tok2.data(), tgt2.data(), nullptr, B, L, L, false); };
+  model.arena().zero_grads();
+  loss();
+  model.backward();
+  auto& a = model.arena();
+  std::vector<double> analytic(a.grads(), a.grads() + a.count());
+  require_gradient(what + ": every parameter", a.values(), analytic.data(), a.count(), loss, 1e-6,
+                   [&](std::size_t i) { return locate(a, i); });
 }
 
 }  // namespace
@@ -326,18 +344,7 @@ TEST_CASE("conformance: gradient of every parameter, with memory", "[conformance
       mem.mem_len = mem_len;
       mem.same_length = same_length;
       auto model = make_model(kit_encoding(c), mem);
-      const int B = 2, L = 4;
-      auto tok = random_tokens(B * L, 1), tgt = random_tokens(B * L, 2);
-      auto tok2 = random_tokens(B * L, 3), tgt2 = random_tokens(B * L, 4);
-      model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, true);  // fills the memory
-      auto loss = [&] { return model->forward(tok2.data(), tgt2.data(), nullptr, B, L, L, false); };
-      model->arena().zero_grads();
-      loss();
-      model->backward();
-      auto& a = model->arena();
-      std::vector<double> analytic(a.grads(), a.grads() + a.count());
-      require_gradient(c.label + ": every parameter", a.values(), analytic.data(), a.count(),
-                       loss, 1e-6, [&](std::size_t i) { return locate(a, i); });
+      require_gradient_with_memory(*model, c.label);
     }
   }
 }
@@ -425,18 +432,7 @@ TEST_CASE("conformance: the learned sink logit, gradient of every parameter and 
     MemoryConfig mem;
     mem.mem_len = 3;
     auto model = make_model(kit_encoding(c), mem, 11, /*sink_logit=*/true);
-    const int B = 2, L = 4;
-    auto tok = random_tokens(B * L, 1), tgt = random_tokens(B * L, 2);
-    auto tok2 = random_tokens(B * L, 3), tgt2 = random_tokens(B * L, 4);
-    model->forward(tok.data(), tgt.data(), nullptr, B, L, 0, true);  // fills the memory
-    auto loss = [&] { return model->forward(tok2.data(), tgt2.data(), nullptr, B, L, L, false); };
-    model->arena().zero_grads();
-    loss();
-    model->backward();
-    auto& a = model->arena();
-    std::vector<double> analytic(a.grads(), a.grads() + a.count());
-    require_gradient(c.label + " with sink logit: every parameter", a.values(), analytic.data(),
-                     a.count(), loss, 1e-6, [&](std::size_t i) { return locate(a, i); });
+    require_gradient_with_memory(*model, c.label + " with sink logit");
     require_property(check_causality(kit_factory<double>(kit_encoding(c), mem, true)));
   }
 }

@@ -12,18 +12,13 @@
 #include "core/rng.hpp"
 #include "encodings/registry.hpp"
 #include "model/transformer.hpp"
+#include "token_helpers.hpp"
 #include "train/sliding_window.hpp"
 
 using namespace poslab;
+using poslab::testing::random_tokens;
 
 namespace {
-
-std::vector<std::int32_t> random_tokens(int n, int vocab, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<std::int32_t> t(n);
-  for (auto& x : t) x = std::int32_t(rng.below(vocab));
-  return t;
-}
 
 // Mean loss of predicting tokens[first + 1 .. last + 1] one token per segment, with memory M.
 double reuse_loss_one_token_segments(TransformerLM<float>& model,

@@ -22,18 +22,13 @@
 #include "core/rng.hpp"
 #include "encodings/registry.hpp"
 #include "model/transformer.hpp"
+#include "token_helpers.hpp"
 #include "train/streaming_cache.hpp"
 
 using namespace poslab;
+using poslab::testing::random_tokens;
 
 namespace {
-
-std::vector<std::int32_t> random_tokens(int n, int vocab, std::uint64_t seed) {
-  Rng rng(seed);
-  std::vector<std::int32_t> t(n);
-  for (auto& x : t) x = std::int32_t(rng.below(vocab));
-  return t;
-}
 
 // On the heap: the layers hold references into the model's parameter arena, so it never moves.
 std::unique_ptr<TransformerLM<float>> tiny_model(const std::string& encoding, int layers) {
