@@ -515,6 +515,64 @@ TEST_CASE("passkey mix: the compact prompt fits training rows of 64 bytes", "[pa
   CHECK(replaced < rows * 0.65);
 }
 
+TEST_CASE("passkey mix: the key line at each of the F + 1 positions equally often, laid out as "
+          "the evaluation's instances", "[passkey]") {
+  // At L = 64 the compact instance has F = 37 filler bytes, so the key line can follow 0..37 of
+  // them: 38 positions. Each should come with probability 1/38; drawing the depth uniformly in
+  // [0, 1) and rounding round(d F) gave the two ends (0 and 37) half of that (0.5/37 each).
+  const BandedCorpus file;
+  Config c = lm_config(file.path);
+  c.train.seq_len = 64;
+  c.train.batch_size = 16;
+  c.train.passkey_fraction = 1.0;  // every row an instance
+  c.eval.passkey_format = "compact";
+  c.eval.passkey_filler = "sentence";
+  auto mixed = make_batch_source(c, SourceSpec{.split = Split::train, .len = 64});
+  const PasskeyGenerator eval_generator(PasskeyFiller::sentence, nullptr, "the sentence",
+                                        PasskeyFormat::compact);
+  constexpr int F = 37, kBatches = 38 * 25;  // 15,200 rows: 400 expected at each position
+  std::vector<long> at_position(F + 1, 0);
+  int compared_at_0 = 0, compared_at_1 = 0;
+  for (int t = 0; t < kBatches; ++t) {
+    Batch m;
+    mixed->next(m);
+    for (int row = 0; row < 16; ++row) {
+      std::string text(m.inputs.begin() + row * 64, m.inputs.begin() + (row + 1) * 64);
+      text += char(m.targets[row * 64 + 63]);  // the row's L + 1 bytes
+      const std::size_t key_at = text.find("\nkey is ");  // the filler never says "key is"
+      REQUIRE(key_at <= std::size_t(F));
+      ++at_position[key_at];
+      // The ends, byte for byte the evaluation's instance at depth 0 or 1 with the same key.
+      if ((key_at == 0 && compared_at_0 < 3) || (key_at == std::size_t(F) && compared_at_1 < 3)) {
+        Rng rng(5);
+        const double depth = key_at == 0 ? 0.0 : 1.0;
+        std::string expected = instance_text(eval_generator, 64, depth, rng);
+        const std::string key = text.substr(60), eval_key = expected.substr(60);
+        for (std::size_t at = expected.find(eval_key); at != std::string::npos;
+             at = expected.find(eval_key, at + 5))
+          expected.replace(at, 5, key);
+        CHECK(text == expected);
+        ++(key_at == 0 ? compared_at_0 : compared_at_1);
+      }
+    }
+  }
+  CHECK(compared_at_0 == 3);
+  CHECK(compared_at_1 == 3);
+  std::vector<std::int32_t> text(65);
+  Rng rng(3);
+  CHECK_THROWS_WITH(eval_generator.generate_after_filler(64, F + 1, rng, text.data()),
+                    Contains("37 filler bytes, so the key line cannot follow 38"));
+  CHECK_THROWS_WITH(eval_generator.generate_after_filler(64, -1, rng, text.data()),
+                    Contains("cannot follow -1"));
+  // 400 expected per position, standard deviation about 20: the ends at half weight (about 205)
+  // fall far outside 320..480, as does anything else that is not uniform.
+  for (int k = 0; k <= F; ++k) {
+    INFO("rows with " << k << " filler bytes before the key line");
+    CHECK(at_position[k] >= 320);
+    CHECK(at_position[k] <= 480);
+  }
+}
+
 // --- The config -----------------------------------------------------------------------------
 
 TEST_CASE("passkey config: defaults off, keys round-trip, bad values named with their key",

@@ -85,16 +85,31 @@ void PasskeyGenerator::check_length(int L) const {
                                 " (use a larger split or eval.passkey_filler = \"sentence\")");
 }
 
+int PasskeyGenerator::filler_bytes(int L) const {
+  return L + 1 - passkey_fixed_bytes(format_);
+}
+
 PasskeyInstance PasskeyGenerator::generate(int L, double depth, Rng& rng,
                                            std::int32_t* text) const {
   check_length(L);
   if (!(depth >= 0.0 && depth <= 1.0))
     throw std::invalid_argument("a passkey depth must lie in [0, 1], got " + std::to_string(depth));
-  const int F = L + 1 - passkey_fixed_bytes(format_);  // filler bytes
+  const int F = filler_bytes(L);
+  return generate_after_filler(L, int(std::lround(depth * F)), rng, text);  // round(d F)
+}
+
+PasskeyInstance PasskeyGenerator::generate_after_filler(int L, int filler_before, Rng& rng,
+                                                        std::int32_t* text) const {
+  check_length(L);
+  const int F = filler_bytes(L);
+  if (filler_before < 0 || filler_before > F)
+    throw std::invalid_argument("a passkey instance of length " + str(L) + " has " + str(F) +
+                                " filler bytes, so the key line cannot follow " +
+                                str(filler_before) + " of them");
 
   PasskeyInstance where;
   where.digits = std::to_string(10000 + rng.below(90000));  // 5 digits, first one 1..9
-  where.filler_before = int(std::lround(depth * F));
+  where.filler_before = filler_before;
   where.filler_after = F - where.filler_before;
 
   // The filler's bytes: the sentence's head, or a corpus window [start, start + F).

@@ -114,6 +114,14 @@ class PasskeyGenerator {
   // text[0, L + 1). Throws std::invalid_argument when L < passkey_min_length(format), depth is
   // not in [0, 1], or (corpus) the split holds fewer bytes than the filler needs.
   PasskeyInstance generate(int L, double depth, Rng& rng, std::int32_t* text) const;
+  // The same with the key line after exactly `filler_before` filler bytes (0..F): what
+  // generate(L, depth) does with round(depth * F). The training mix draws this number uniformly,
+  // so that each of the F + 1 positions is equally likely (rounding a uniform depth would give
+  // the two ends half the weight of the others). Throws std::invalid_argument outside 0..F.
+  PasskeyInstance generate_after_filler(int L, int filler_before, Rng& rng,
+                                        std::int32_t* text) const;
+  // F = L + 1 - passkey_fixed_bytes(format): the filler bytes of an instance of input length L.
+  int filler_bytes(int L) const;
 
   // Throws the error generate() would throw for this L (checked before a run starts).
   void check_length(int L) const;

@@ -27,8 +27,11 @@ bool PasskeyMix::next(Batch& out) {
     // One uniform per row whatever the outcome, then the instance's own draws: the rows chosen
     // depend only on the seed.
     if (!(rng_.uniform() < fraction_)) continue;
-    const double depth = rng_.uniform();
-    generator_.generate(L, depth, rng_, text_.data());
+    // The key line after 0..F filler bytes, each equally likely (not round(u F) for a uniform
+    // u, which gives 0 and F half the weight of the others).
+    const int F = generator_.filler_bytes(L);
+    const int filler_before = int(rng_.below(std::uint64_t(F) + 1));
+    generator_.generate_after_filler(L, filler_before, rng_, text_.data());
     std::int32_t* in = out.inputs.data() + std::size_t(b) * L;    // [L]
     std::int32_t* tgt = out.targets.data() + std::size_t(b) * L;  // [L]
     for (int i = 0; i < L; ++i) {

@@ -9,7 +9,9 @@
 //
 // How: after the wrapped source fills a batch, each row independently, with probability
 // `fraction`, is replaced by one passkey instance of the batch's length L (passkey.hpp):
-// inputs = text[0, L), targets = text[1, L]. Its depth is uniform in [0, 1]; its filler comes
+// inputs = text[0, L), targets = text[1, L]. Its key line follows 0, 1, ..., F of the F filler
+// bytes, each with probability 1 / (F + 1) (a uniform depth rounded to round(d F) would give the
+// two ends, the evaluation's depths 0 and 1, half that); its filler comes
 // from the TRAIN split (corpus) or is the paper's sentence. Every target of the row is scored,
 // as everywhere in language modelling (the batch's weights stay empty), so the model learns the
 // whole instance, the answer included.
