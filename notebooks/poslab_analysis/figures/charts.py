@@ -10,6 +10,9 @@ each, so that each panel zooms on its own.
 Every curve is computed twice, over the runs that pass the in-distribution gate (what the PNGs
 show) and over every run; the page switches between them with one check box (the signal
 `include_dropped`), which matters for smoke studies whose tiny runs never pass the gate.
+
+Why over 500 lines (about 510): it is plots.py's twin, one chart function per figure kind beside
+the shared helpers (mean rows, panels, colour scale), and moves with it.
 """
 import pandas as pd
 

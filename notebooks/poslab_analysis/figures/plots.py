@@ -8,6 +8,11 @@ in every figure). Curves show the mean over seeds with its 95% t interval as a b
 (statistics/seeds.py), over the runs that pass the in-distribution gate; a panel says how many
 runs the gate dropped. Uses Debian's python3-pandas and python3-matplotlib (the `python3` on PATH
 may be another interpreter: call /usr/bin/python3).
+
+Why over 500 lines (about 570): it holds the helpers every static figure shares and the one-stage
+figure kinds drawn with them, each kind a function of 15 to 55 lines. A family of kinds moves to
+its own module when it grows (plots_extension, plots_passkey, plots_bench); the two newest kinds,
+copy distance and the streaming cache, are the next to move, with the study that adds to them.
 """
 import os
 
