@@ -673,8 +673,14 @@ type = "rope"
     reason=$(squeue -h -r -j "${jobs[1]}" -o %r | head -n 1)
   done
   echo "stage 2 (job ${jobs[1]}): $dependency, reason $reason while stage 1 (job ${jobs[0]}) runs"
-  [[ "$reason" == Dependency ]] ||
-    { echo "FAIL: stage 2 was not held by its dependency while stage 1 ran (reason: $reason)"; return 1; }
+  if [[ "$reason" != Dependency ]]; then
+    # Stage 1 may leave the queue before the controller's next scheduling pass sets the reason
+    # (a smoke stage on an idle machine takes about a second): then only the start times below
+    # can show the order. Still queued after 30 s without the reason is a failure.
+    [[ -z "$(squeue -h -r -j "${jobs[0]}" -o %i)" ]] ||
+      { echo "FAIL: stage 2 was not held by its dependency while stage 1 ran (reason: $reason)"; return 1; }
+    echo "stage 1 left the queue before the controller set stage 2's reason; the start times decide"
+  fi
 
   for job in "${jobs[@]}"; do
     wait_for_job "$job" || { echo "FAIL: job $job did not finish in ${JOB_TIMEOUT}s"; return 1; }
