@@ -52,16 +52,23 @@ inline double max_abs_diff(const std::vector<double>& a, const std::vector<doubl
   return max_abs_diff(a.data(), b.data(), a.size());
 }
 
-// A rope encoding (double) with its defaults and the options in `set` (scaling, factor, ...);
-// rope has no parameters, so its arena stays empty.
-inline std::unique_ptr<Encoding<double>> make_rope_with(
-    const EncodingShape& shape, const std::map<std::string, OptionValue>& set) {
-  Options o = default_options("rope");
+// An encoding without parameters (rope, xpos, ...), in double, with its defaults and the
+// options in `set` (scaling, factor, ...); its arena must stay empty.
+inline std::unique_ptr<Encoding<double>> make_parameterless(
+    const std::string& name, const EncodingShape& shape,
+    const std::map<std::string, OptionValue>& set = {}) {
+  Options o = default_options(name);
   for (const auto& [key, value] : set) o.set(key, value);
   ParameterArena<double> arena;
-  auto enc = find_encoding("rope")->make<double>(o, shape, arena);
+  auto enc = find_encoding(name)->make<double>(o, shape, arena);
   REQUIRE(arena.count() == 0);
   return enc;
+}
+
+// A rope encoding with the options in `set`.
+inline std::unique_ptr<Encoding<double>> make_rope_with(
+    const EncodingShape& shape, const std::map<std::string, OptionValue>& set) {
+  return make_parameterless("rope", shape, set);
 }
 
 // Random q [B, L, H, d_h] and k [B, K, H, d_h] (drawn from `seed`, q first), and the check that

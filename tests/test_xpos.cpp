@@ -23,12 +23,7 @@ namespace {
 
 std::unique_ptr<Encoding<double>> make_xpos(const EncodingShape& shape,
                                             const std::map<std::string, OptionValue>& set = {}) {
-  Options o = default_options("xpos");
-  for (const auto& [key, value] : set) o.set(key, value);
-  ParameterArena<double> arena;
-  auto enc = find_encoding("xpos")->make<double>(o, shape, arena);
-  REQUIRE(arena.count() == 0);
-  return enc;
+  return make_parameterless("xpos", shape, set);
 }
 
 // Scores [B, H, L, K] of rotated q and k (all cells, no mask).
