@@ -197,7 +197,8 @@ TEST_CASE("passkey: the same seed gives the same instance, another seed another 
           "[passkey]") {
   auto corpus = std::make_shared<std::vector<std::int32_t>>();
   for (int i = 0; i < 5000; ++i) corpus->push_back('a' + (i * 7919) % 26);
-  for (PasskeyFiller filler : {PasskeyFiller::sentence, PasskeyFiller::corpus}) {
+  for (PasskeyFiller filler :
+       {PasskeyFiller::sentence, PasskeyFiller::corpus, PasskeyFiller::sentence_shifted}) {
     const PasskeyGenerator g(filler, corpus);
     Rng a(5), b(5), c(6);
     std::set<std::string> keys;
@@ -303,6 +304,49 @@ TEST_CASE("passkey: lengths, depths and corpora that cannot make an instance are
   CHECK_THROWS_WITH(from_small.generate(200, 0.5, rng, t.data()),
                     Contains("97 bytes of the test split of tiny.txt, which holds only 50"));
   CHECK_THROWS_WITH(passkey_filler_from_name("lorem"), Contains("\"lorem\""));
+}
+
+TEST_CASE("passkey: the shifted sentence filler cuts before and after from random offsets",
+          "[passkey]") {
+  // Written from the rule: filler byte i of a run starting at offset s is
+  // S[(s + i) mod (n + 1)], where S is the sentence followed by one space (n + 1 bytes).
+  const std::string S = std::string(kPasskeyFillerSentence) + " ";
+  const int period = int(S.size());
+  const PasskeyGenerator shifted(PasskeyFiller::sentence_shifted, nullptr, "the sentence",
+                                 PasskeyFormat::compact);
+  const PasskeyGenerator plain(PasskeyFiller::sentence, nullptr, "the sentence",
+                               PasskeyFormat::compact);
+  std::set<char> after_key_line;  // the byte right after the key line's "\n"
+  std::set<int> before_offsets;
+  for (int n = 0; n < 200; ++n) {
+    Rng rng(n), plain_rng(n);  // the same seed: the same first draw, the key
+    PasskeyInstance w, wp;
+    const std::string t = instance_text(shifted, 64, 0.5, rng, &w);
+    const std::string tp = instance_text(plain, 64, 0.5, plain_rng, &wp);
+    CHECK(w.digits == wp.digits);  // the key is drawn first, as with "sentence"
+    CHECK(w.filler_before == wp.filler_before);
+    const std::string before = t.substr(0, w.filler_before);
+    const int after_at = w.key_line_begin + 13 + 1;  // "key is NNNNN." then "\n"
+    const std::string after = t.substr(after_at, w.filler_after);
+    // Each run is a contiguous piece of the endless sentence: find its offset.
+    auto offset_of = [&](const std::string& run) {
+      for (int s = 0; s < period; ++s) {
+        bool ok = true;
+        for (std::size_t i = 0; i < run.size() && ok; ++i) ok = run[i] == S[(s + i) % period];
+        if (ok) return s;
+      }
+      return -1;
+    };
+    const int sb = offset_of(before), sa = offset_of(after);
+    REQUIRE(sb >= 0);
+    REQUIRE(sa >= 0);
+    before_offsets.insert(sb);
+    after_key_line.insert(after[0]);
+    CHECK(tp.substr(after_at, 1) == "T");  // the plain sentence: always "The grass..."
+  }
+  CHECK(after_key_line.size() >= 10);  // no landmark: many different bytes follow the key line
+  CHECK(before_offsets.size() >= 30);
+  CHECK(passkey_filler_from_name("sentence_shifted") == PasskeyFiller::sentence_shifted);
 }
 
 // --- Scoring --------------------------------------------------------------------------------
@@ -604,7 +648,7 @@ TEST_CASE("passkey config: defaults off, keys round-trip, bad values named with 
   CHECK_THROWS_WITH(load(grid, {"eval.passkey_length_factors=[0]"}),
                     Contains("eval.passkey_length_factors[0] must be > 0"));
   CHECK_THROWS_WITH(load(grid, {"eval.passkey_filler=lorem"}),
-                    Contains("eval.passkey_filler must be one of corpus, sentence"));
+                    Contains("eval.passkey_filler must be one of corpus, sentence, sentence_shifted"));
   CHECK_THROWS_WITH(load(grid, {"eval.passkey_instances=0"}),
                     Contains("eval.passkey_instances must be >= 1"));
   CHECK_THROWS_WITH(load(grid, {"train.passkey_fraction=1.5"}),

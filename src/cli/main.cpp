@@ -263,7 +263,7 @@ int run(int argc, char** argv) {
       "Passkey retrieval (language models; docs/06): eval.passkey_length_factors = [1, 2, 4]\n"
       "adds a grid of rows (kind \"passkey\") to eval.json: a 5-digit key at each of\n"
       "eval.passkey_depths inside filler (eval.passkey_filler = \"corpus\": text of eval.split,\n"
-      "or \"sentence\"), eval.passkey_instances per cell (default 100), scored teacher-forced and\n"
+      "\"sentence\", or \"sentence_shifted\"), eval.passkey_instances per cell (default 100), scored teacher-forced and\n"
       "greedy. An instance needs at least 103 bytes with the paper's prompt, 27 with\n"
       "eval.passkey_format = \"compact\". train.passkey_fraction = 0.02 mixes such instances\n"
       "(same prompt and filler) into that fraction of the training rows (the same rows for\n"

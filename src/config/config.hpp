@@ -157,6 +157,7 @@ struct EvalConfig {
   std::vector<double> passkey_length_factors = {};
   std::vector<double> passkey_depths = {0.0, 0.25, 0.5, 0.75, 1.0};
   int passkey_instances = 100;  // per cell: Wilson's 95% interval 0.40-0.60 at 0.5, 0-0.037 at 0
+  // "sentence_shifted": the sentence from a random offset, so no landmark follows the key line
   std::string passkey_filler = "corpus";  // "corpus": text of eval.split; "sentence": the paper's
   // The prompt (tasks/passkey.hpp), of the evaluation grid and of the training mix alike:
   // "paper" (104 fixed bytes, L >= 103) or "compact" (28 fixed bytes, L >= 27).

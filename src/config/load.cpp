@@ -444,7 +444,7 @@ const std::vector<Field>& schema() {
                (Bounds{.min = 0, .min_included = false, .max_included = false})),
       LIST_KEY(eval, passkey_depths, closed(0, 1)),
       KEY(eval, passkey_instances, at_least(1)),
-      KEY(eval, passkey_filler, one_of({"corpus", "sentence"})),
+      KEY(eval, passkey_filler, one_of({"corpus", "sentence", "sentence_shifted"})),
       KEY(eval, passkey_format, one_of({"paper", "compact"})),
       KEY(eval, passkey_seed, anything()),
       KEY(eval, stream_length, at_least(0)),  // 0 = off; else > sinks + recent + 1 (below)

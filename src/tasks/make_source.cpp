@@ -42,7 +42,7 @@ std::shared_ptr<const CorpusSplit> cached_split(const DataConfig& data) {
 PasskeyGenerator make_passkey_generator(const Config& cfg, Split split) {
   const PasskeyFiller filler = passkey_filler_from_name(cfg.eval.passkey_filler);
   const PasskeyFormat format = passkey_format_from_name(cfg.eval.passkey_format);
-  if (filler == PasskeyFiller::sentence)
+  if (filler != PasskeyFiller::corpus)
     return PasskeyGenerator(filler, nullptr, "the sentence filler", format);
   const auto corpus = cached_split(cfg.data);
   const std::vector<std::int32_t>& tokens =

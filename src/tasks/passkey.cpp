@@ -23,9 +23,11 @@ int put(std::int32_t* t, int at, const std::string& text) {
 
 // Byte i of the paper's filler: " ".join([sentence] * many), i.e. the sentence and a space,
 // again and again.
+constexpr std::int64_t kSentencePeriod = sizeof(kPasskeyFillerSentence);  // n bytes + the space
+
 std::int32_t sentence_filler_byte(std::int64_t i) {
-  constexpr std::int64_t n = sizeof(kPasskeyFillerSentence) - 1;
-  const std::int64_t at = i % (n + 1);
+  constexpr std::int64_t n = kSentencePeriod - 1;
+  const std::int64_t at = i % kSentencePeriod;
   return at == n ? ' ' : static_cast<unsigned char>(kPasskeyFillerSentence[at]);
 }
 
@@ -58,8 +60,10 @@ int passkey_min_length(PasskeyFormat format) { return passkey_fixed_bytes(format
 PasskeyFiller passkey_filler_from_name(const std::string& name) {
   if (name == "sentence") return PasskeyFiller::sentence;
   if (name == "corpus") return PasskeyFiller::corpus;
-  throw std::invalid_argument("passkey filler must be \"corpus\" or \"sentence\", got \"" + name +
-                              "\"");
+  if (name == "sentence_shifted") return PasskeyFiller::sentence_shifted;
+  throw std::invalid_argument(
+      "passkey filler must be \"corpus\", \"sentence\" or \"sentence_shifted\", got \"" + name +
+      "\"");
 }
 
 PasskeyGenerator::PasskeyGenerator(PasskeyFiller filler,
@@ -112,21 +116,27 @@ PasskeyInstance PasskeyGenerator::generate_after_filler(int L, int filler_before
   where.filler_before = filler_before;
   where.filler_after = F - where.filler_before;
 
-  // The filler's bytes: the sentence's head, or a corpus window [start, start + F).
-  std::int64_t start = 0;
+  // The filler's bytes: the sentence's head, or a corpus window [start, start + F), or the
+  // sentence from a random offset (before and after each their own).
+  std::int64_t start = 0, shift_before = 0, shift_after = 0;
   if (filler_ == PasskeyFiller::corpus)
     start = std::int64_t(rng.below(std::uint64_t(corpus_->size()) - F + 1));
+  if (filler_ == PasskeyFiller::sentence_shifted) {
+    shift_before = std::int64_t(rng.below(kSentencePeriod));
+    shift_after = std::int64_t(rng.below(kSentencePeriod));
+  }
   auto filler = [&](std::int64_t i) {  // byte i of the window; the sentence restarts for `after`
     return filler_ == PasskeyFiller::corpus ? (*corpus_)[start + i] : sentence_filler_byte(i);
   };
 
   int at = 0;
-  for (int i = 0; i < where.filler_before; ++i) text[at++] = filler(i);
+  for (int i = 0; i < where.filler_before; ++i) text[at++] = filler(shift_before + i);
   text[at++] = '\n';
   where.key_line_begin = at;
   at = put(text, at, passkey_key_line(where.digits, format_));
   text[at++] = '\n';
-  const std::int64_t after_from = filler_ == PasskeyFiller::corpus ? where.filler_before : 0;
+  const std::int64_t after_from =
+      filler_ == PasskeyFiller::corpus ? where.filler_before : shift_after;
   for (int i = 0; i < where.filler_after; ++i) text[at++] = filler(after_from + i);
   text[at++] = '\n';
   at = put(text, at, passkey_question(format_));

@@ -46,13 +46,20 @@
 //   sentence  the paper's "The grass is green. The sky is blue. The sun is yellow. Here we go.
 //             There and back again." repeated (joined by a space); before and after are both
 //             cut from its beginning, as in the paper's code. The key is the only randomness.
+//   sentence_shifted  the same repeated sentence, but before and after each start at their own
+//             uniformly random offset into it (one of its n + 1 bytes, the joining space
+//             included). With "sentence", the byte after the key line is always the 'T' of
+//             "The grass": a landmark a model can learn to find the key by, and at depth 1 (no
+//             filler after) the landmark is gone. Shifted, nothing but the key line itself marks
+//             where the key is.
 //   corpus    a window of F consecutive bytes of a corpus split (the evaluated split for an
 //             evaluation, the train split for training data), at a uniformly random start; the
 //             key line is inserted into it at the depth. The model's own kind of text, so the
 //             key line is the only thing out of distribution.
 //
 // The key: uniform in 10000..99999 (five digits, no leading zero). An instance draws from its
-// Rng, in this order: the key, then (corpus) the window's start. The format draws nothing, so
+// Rng, in this order: the key, then (corpus) the window's start, or (sentence_shifted) the offset
+// of before, then the offset of after. The format draws nothing, so
 // the two formats with the same Rng hide the same keys in the same windows.
 #pragma once
 
@@ -90,8 +97,8 @@ int passkey_fixed_bytes(PasskeyFormat format);
 // 103 (paper), 27 (compact).
 int passkey_min_length(PasskeyFormat format);
 
-enum class PasskeyFiller { sentence, corpus };
-// "sentence" / "corpus" -> the filler; throws std::invalid_argument for anything else.
+enum class PasskeyFiller { sentence, corpus, sentence_shifted };
+// "sentence" / "corpus" / "sentence_shifted" -> the filler; throws std::invalid_argument for anything else.
 PasskeyFiller passkey_filler_from_name(const std::string& name);
 
 // Where the parts of one instance lie in its text (indices into text[0, L + 1)).
