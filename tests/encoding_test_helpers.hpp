@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -25,6 +26,23 @@
 #include "nn/attention.hpp"
 
 namespace poslab::testing {
+
+// The cells of one CSV line (`poslab encodings --describe NAME --csv`); a trailing separator
+// ends with an empty cell.
+inline std::vector<std::string> split_cells(const std::string& line, char sep) {
+  std::vector<std::string> cells;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, sep)) cells.push_back(cell);
+  if (!line.empty() && line.back() == sep) cells.push_back("");
+  return cells;
+}
+
+// A value computed by the code under test against the formula worked by hand, to 1e-12 relative.
+inline void require_close(const std::string& what, double got, double want) {
+  INFO(what << ": got " << got << ", by hand " << want);
+  REQUIRE(std::abs(got - want) <= 1e-12 * std::max(1.0, std::abs(want)));
+}
 
 // The default options of a registered encoding (REQUIREs that it is registered).
 inline Options default_options(const std::string& encoding) {

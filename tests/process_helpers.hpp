@@ -9,6 +9,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +44,11 @@ inline std::string read_file(const std::filesystem::path& file) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// The file parsed as JSON (throws if it is not JSON).
+inline nlohmann::json json_of(const std::filesystem::path& file) {
+  return nlohmann::json::parse(read_file(file));
 }
 
 struct Outcome {

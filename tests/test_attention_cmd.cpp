@@ -18,53 +18,16 @@
 #include <xtensor/xnpy.hpp>
 #include <xtensor/xarray.hpp>
 
+#include "process_helpers.hpp"
+
 using Catch::Contains;
+using namespace poslab::testing;
+using poslab::shell_quote;
 namespace fs = std::filesystem;
 
 namespace {
 
-// A fresh directory per test, removed at the end of it.
-struct Scratch {
-  fs::path path;
-  Scratch() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("poslab-test-attention-" + std::to_string(::getpid()) +
-                                        "-" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() { fs::remove_all(path); }
-};
-
-std::string read_file(const fs::path& file) {
-  std::ifstream in(file);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string quote(const std::string& word) {
-  std::string q = "'";
-  for (char c : word) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-struct Outcome {
-  int exit_code;
-  std::string out, err;
-};
-
-// Runs `poslab ARGS` (ARGS already quoted for the shell), capturing exit code, stdout, stderr.
-Outcome run_poslab(const std::string& args) {
-  Scratch capture;
-  const fs::path out = capture.path / "stdout", err = capture.path / "stderr";
-  const std::string command = quote(POSLAB_BINARY) + " " + args + " >" + quote(out.string()) +
-                              " 2>" + quote(err.string());
-  const int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
-}
-
-constexpr int kHeads = 2, kLayers = 2;
+constexpr int kTinyHeads = 2, kTinyLayers = 2;
 
 // Trains a tiny model for 2 steps on a tiny corpus inside `dir`; returns the run directory.
 fs::path train_tiny_run(const fs::path& dir, const std::string& encoding, int mem_len) {
@@ -73,18 +36,18 @@ fs::path train_tiny_run(const fs::path& dir, const std::string& encoding, int me
     corpus << "The quick brown fox " << i << " jumps over the lazy dog.\n";
   corpus.close();
   std::ofstream config(dir / "tiny.toml");
-  config << "[model]\nd_model = 16\nn_layers = " << kLayers << "\nn_heads = " << kHeads
+  config << "[model]\nd_model = 16\nn_layers = " << kTinyLayers << "\nn_heads = " << kTinyHeads
          << "\nd_inner = 32\n"
          << "[encoding]\ntype = \"" << encoding << "\"\n"
          << "[memory]\nmem_len = " << mem_len << "\n"
-         << "[data]\npath = " << quote((dir / "corpus.txt").string()) << "\n"
+         << "[data]\npath = '" << (dir / "corpus.txt").string() << "'\n"
          << "[train]\nseq_len = 8\nbatch_size = 2\nsteps = 2\nwarmup_steps = 1\nlog_every = 1\n"
          << "eval_batches = 1\nthreads = 1\n"
          << "[eval]\nbatches = 1\n";
   config.close();
   const fs::path run = dir / "run";
-  const Outcome r = run_poslab("train --config " + quote((dir / "tiny.toml").string()) +
-                               " --set train.steps=2 --out " + quote(run.string()));
+  const Outcome r = run_poslab("train --config " + shell_quote((dir / "tiny.toml").string()) +
+                               " --set train.steps=2 --out " + shell_quote(run.string()));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   REQUIRE(fs::exists(run / "checkpoint" / "manifest.json"));
@@ -94,16 +57,16 @@ fs::path train_tiny_run(const fs::path& dir, const std::string& encoding, int me
 // Checks layer{n}.npy for every layer: shape [H, L, M + L], rows sum to 1 over j <= i + M, 0
 // elsewhere; and tokens.json. Returns tokens.json.
 nlohmann::json check_dump(const fs::path& dir, int L, int M) {
-  for (int n = 0; n < kLayers; ++n) {
+  for (int n = 0; n < kTinyLayers; ++n) {
     INFO("layer " << n);
     const fs::path file = dir / ("layer" + std::to_string(n) + ".npy");
     REQUIRE(fs::exists(file));
     const xt::xarray<float> p = xt::load_npy<float>(file.string());
     REQUIRE(p.dimension() == 3);
-    CHECK(p.shape(0) == std::size_t(kHeads));
+    CHECK(p.shape(0) == std::size_t(kTinyHeads));
     CHECK(p.shape(1) == std::size_t(L));
     REQUIRE(p.shape(2) == std::size_t(M + L));
-    for (int h = 0; h < kHeads; ++h)
+    for (int h = 0; h < kTinyHeads; ++h)
       for (int i = 0; i < L; ++i) {
         double visible_sum = 0;
         bool masked_zero = true, finite = true;
@@ -132,14 +95,14 @@ nlohmann::json check_dump(const fs::path& dir, int L, int M) {
 }  // namespace
 
 TEST_CASE("poslab attention dumps attention weights with and without memory", "[cli]") {
-  Scratch dir;
+  ScratchDirectory dir;
   const fs::path run = train_tiny_run(dir.path, "transformer_xl", 4);
   const std::string input = "fox jumps";  // L = 9: longer than the trained segment is fine
   const int L = int(input.size());
 
   SECTION("no memory text: K = L, written to RUN/attention by default") {
-    const Outcome r = run_poslab("attention --run " + quote(run.string()) + " --input " +
-                                 quote(input));
+    const Outcome r = run_poslab("attention --run " + shell_quote(run.string()) + " --input " +
+                                 shell_quote(input));
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     const nlohmann::json t = check_dump(run / "attention", L, 0);
@@ -151,9 +114,9 @@ TEST_CASE("poslab attention dumps attention weights with and without memory", "[
 
   SECTION("a memory text longer than mem_len fills the memory: K = mem_len + L") {
     const fs::path out = dir.path / "with-memory";
-    const Outcome r = run_poslab("attention --run " + quote(run.string()) + " --input " +
-                                 quote(input) + " --mem-text 'the lazy\ndog' --out " +
-                                 quote(out.string()));
+    const Outcome r = run_poslab("attention --run " + shell_quote(run.string()) + " --input " +
+                                 shell_quote(input) + " --mem-text 'the lazy\ndog' --out " +
+                                 shell_quote(out.string()));
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     const nlohmann::json t = check_dump(out, L, 4);
@@ -166,15 +129,15 @@ TEST_CASE("poslab attention dumps attention weights with and without memory", "[
 
   SECTION("a memory text shorter than mem_len: every byte of it is a key") {
     const fs::path out = dir.path / "short-memory";
-    const Outcome r = run_poslab("attention --run " + quote(run.string()) + " --input " +
-                                 quote(input) + " --mem-text ab --out " + quote(out.string()));
+    const Outcome r = run_poslab("attention --run " + shell_quote(run.string()) + " --input " +
+                                 shell_quote(input) + " --mem-text ab --out " + shell_quote(out.string()));
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     check_dump(out, L, 2);
   }
 
   SECTION("a run that does not exist is an error") {
-    const Outcome r = run_poslab("attention --run " + quote((dir.path / "nope").string()) +
+    const Outcome r = run_poslab("attention --run " + shell_quote((dir.path / "nope").string()) +
                                  " --input x");
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Contains("poslab: error:"));
@@ -182,12 +145,12 @@ TEST_CASE("poslab attention dumps attention weights with and without memory", "[
 }
 
 TEST_CASE("poslab attention on a run without memory ignores --mem-text and says so", "[cli]") {
-  Scratch dir;
+  ScratchDirectory dir;
   const fs::path run = train_tiny_run(dir.path, "shaw", 0);
   const fs::path out = dir.path / "attention";
-  const Outcome r = run_poslab("attention --run " + quote(run.string()) +
+  const Outcome r = run_poslab("attention --run " + shell_quote(run.string()) +
                                " --input 'lazy dog' --mem-text 'the quick' --out " +
-                               quote(out.string()));
+                               shell_quote(out.string()));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("no memory") && Contains("ignored"));
@@ -200,8 +163,8 @@ TEST_CASE("poslab plot says what it writes and propagates the script's exit code
   CHECK(help.exit_code == 0);
   CHECK_THAT(help.out, Contains("Usage: poslab plot") && Contains("STUDY_DIR/figures/") &&
                            Contains("writes") && Contains("Example:"));
-  Scratch dir;  // no summary.csv in it: the script fails with exit code 1
-  const Outcome r = run_poslab("plot " + quote(dir.path.string()));
+  ScratchDirectory dir;  // no summary.csv in it: the script fails with exit code 1
+  const Outcome r = run_poslab("plot " + shell_quote(dir.path.string()));
   CHECK(r.exit_code == 1);
   CHECK_THAT(r.err, Contains("summary.csv not found"));
   CHECK(run_poslab("plot").exit_code == 2);  // a study directory is required

@@ -31,10 +31,10 @@ std::vector<std::int32_t> concat(std::initializer_list<std::vector<std::int32_t>
 }
 
 // One row from a string s[0..L]: inputs s[0..L-1], targets s[1..L].
-struct Row {
+struct DistanceRow {
   std::vector<std::int32_t> inputs, targets;
   int L = 0;
-  explicit Row(const std::vector<std::int32_t>& s)
+  explicit DistanceRow(const std::vector<std::int32_t>& s)
       : inputs(s.begin(), s.end() - 1), targets(s.begin() + 1, s.end()), L(int(s.size()) - 1) {}
   std::vector<CopyMatch> match(int k) const {
     return match_copies(inputs.data(), targets.data(), L, k);
@@ -47,7 +47,7 @@ TEST_CASE("copy distance: a block repeated after a filler is copied at the plant
           "[copy_distance]") {
   // s = X F X: X = 16 distinct bytes, F = 20 others. s has 52 bytes; the second X starts at 36.
   const auto X = distinct(1, 16), F = distinct(50, 20);
-  const Row row(concat({X, F, X}));
+  const DistanceRow row(concat({X, F, X}));
   REQUIRE(row.L == 51);
   const int k = 4;
   const auto m = row.match(k);
@@ -77,7 +77,7 @@ TEST_CASE("copy distance: the most recent match is taken; a wrong continuation i
   const auto X = distinct(1, 16), F = distinct(50, 20), G = distinct(100, 5);
   auto Xchanged = X;
   Xchanged.back() = 200;
-  const Row row(concat({X, F, X, G, Xchanged}));
+  const DistanceRow row(concat({X, F, X, G, Xchanged}));
   const int k = 4;
   const auto m = row.match(k);
   const int third = 16 + 20 + 16 + 5;  // where the third copy starts: 57
@@ -106,7 +106,7 @@ TEST_CASE("copy distance: the most recent match is taken; a wrong continuation i
 }
 
 TEST_CASE("copy distance: a run of one byte is copied at distance 1", "[copy_distance]") {
-  const Row row(std::vector<std::int32_t>(10, 7));  // s = 7 7 7 7 7 7 7 7 7 7
+  const DistanceRow row(std::vector<std::int32_t>(10, 7));  // s = 7 7 7 7 7 7 7 7 7 7
   const auto m = row.match(2);
   // t = 1, 2: fewer than 2 bytes, or the only 2-gram has no earlier occurrence ending before t-1.
   CHECK(m[0].kind == CopyClass::no_match);
@@ -129,7 +129,7 @@ TEST_CASE("copy distance: buckets are powers of two and hold the mean loss of th
 
   // The s = X F X row of the first case, with a fake model whose loss on target i is i.
   const auto X = distinct(1, 16), F = distinct(50, 20);
-  const Row row(concat({X, F, X}));
+  const DistanceRow row(concat({X, F, X}));
   std::vector<float> loss(static_cast<std::size_t>(row.L));
   std::iota(loss.begin(), loss.end(), 0.0f);
   CopyDistanceLoss c(4, row.L);
@@ -192,7 +192,7 @@ TEST_CASE("copy distance: the worked example of docs/06", "[copy_distance]") {
   // s = "ab_cd=ab_cd!", k = 3: t = 9, 10 copy at d = 6; t = 11 ('!' where 'ab_cd' went on with
   // '=') is a mismatch at d = 6; t = 1 .. 8 have no match.
   const std::string text = "ab_cd=ab_cd!";
-  const Row row(std::vector<std::int32_t>(text.begin(), text.end()));
+  const DistanceRow row(std::vector<std::int32_t>(text.begin(), text.end()));
   const auto m = row.match(3);
   for (int t = 1; t <= 8; ++t) CHECK(m[t - 1].kind == CopyClass::no_match);
   CHECK(m[8].kind == CopyClass::copy);

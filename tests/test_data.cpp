@@ -44,7 +44,7 @@ class TempDir {
   fs::path path_;
 };
 
-void write_file(const fs::path& file, const std::string& content) {
+void write_bytes(const fs::path& file, const std::string& content) {
   std::ofstream out(file, std::ios::binary);
   out.write(content.data(), static_cast<std::streamsize>(content.size()));
 }
@@ -68,26 +68,26 @@ TEST_CASE("read_corpus returns the bytes of a single file", "[data]") {
   TempDir dir;
   // Includes a byte >= 128 and a NUL: a file named directly is read as it is.
   const std::string content = std::string("Hello,\nworld\n") + '\xE9' + '\0' + "end";
-  write_file(dir.path() / "one.txt", content);
+  write_bytes(dir.path() / "one.txt", content);
   CHECK(poslab::read_corpus((dir.path() / "one.txt").string()) == bytes_of(content));
 }
 
 TEST_CASE("read_corpus concatenates a directory's text files in relative-path order", "[data]") {
   TempDir dir;
-  write_file(dir.path() / "c", "CCC");
-  write_file(dir.path() / "a", "A");
-  write_file(dir.path() / "b.txt", "BB");
+  write_bytes(dir.path() / "c", "CCC");
+  write_bytes(dir.path() / "a", "A");
+  write_bytes(dir.path() / "b.txt", "BB");
   // Everything below must be skipped.
-  write_file(dir.path() / "a.dat", "index");                  // strfile index
-  write_file(dir.path() / "b.u8", "utf8 copy");               // *.u8 even as a regular file
+  write_bytes(dir.path() / "a.dat", "index");                  // strfile index
+  write_bytes(dir.path() / "b.u8", "utf8 copy");               // *.u8 even as a regular file
   fs::create_symlink(dir.path() / "c", dir.path() / "c.u8");  // *.u8 symlink (fortunes layout)
   fs::create_symlink(dir.path() / "a", dir.path() / "link");  // any other symlink
-  write_file(dir.path() / ".hidden", "hidden");
-  write_file(dir.path() / "bin", std::string("x\0y", 3));     // contains a NUL byte
+  write_bytes(dir.path() / ".hidden", "hidden");
+  write_bytes(dir.path() / "bin", std::string("x\0y", 3));     // contains a NUL byte
   // Subdirectories are read too (recursively), after "c" because "c" < "sub/inner".
   fs::create_directory(dir.path() / "sub");
-  write_file(dir.path() / "sub" / "inner", "inner");
-  write_file(dir.path() / "sub" / "x.dat", "index");          // skipped at any depth
+  write_bytes(dir.path() / "sub" / "inner", "inner");
+  write_bytes(dir.path() / "sub" / "x.dat", "index");          // skipped at any depth
 
   CHECK(poslab::read_corpus(dir.path().string()) == bytes_of("ABBCCCinner"));
 }
@@ -118,17 +118,17 @@ TEST_CASE("read_corpus explains what is wrong", "[data]") {
   }
   SECTION("an empty file") {
     const std::string empty = (dir.path() / "empty.txt").string();
-    write_file(empty, "");
+    write_bytes(empty, "");
     CHECK_THROWS_WITH(poslab::read_corpus(empty), Contains(empty) && Contains("empty"));
   }
   SECTION("a directory with only skipped files") {
-    write_file(dir.path() / "x.dat", "index");
-    write_file(dir.path() / ".hidden", "hidden");
+    write_bytes(dir.path() / "x.dat", "index");
+    write_bytes(dir.path() / ".hidden", "hidden");
     CHECK_THROWS_WITH(poslab::read_corpus(dir.path().string()),
                       Contains(dir.path().string()) && Contains("no plain-text files"));
   }
   SECTION("a directory whose text files are all empty") {
-    write_file(dir.path() / "a", "");
+    write_bytes(dir.path() / "a", "");
     CHECK_THROWS_WITH(poslab::read_corpus(dir.path().string()),
                       Contains(dir.path().string()) && Contains("empty"));
   }
@@ -180,14 +180,14 @@ void write_library(const fs::path& root) {
   fs::create_directories(root / "test");
   fs::create_directories(root / "encodings");
   fs::create_directories(root / ".git");
-  write_file(root / "a.py", "A");
-  write_file(root / "b.txt", "B");
-  write_file(root / "pkg" / "c.py", "C");
-  write_file(root / "pkg" / "tests" / "t.py", "T");
-  write_file(root / "test" / "u.py", "U");
-  write_file(root / "encodings" / "cp1.py", "E");
-  write_file(root / ".git" / "config", "G");
-  write_file(root / "pkg" / ".hidden.py", "H");
+  write_bytes(root / "a.py", "A");
+  write_bytes(root / "b.txt", "B");
+  write_bytes(root / "pkg" / "c.py", "C");
+  write_bytes(root / "pkg" / "tests" / "t.py", "T");
+  write_bytes(root / "test" / "u.py", "U");
+  write_bytes(root / "encodings" / "cp1.py", "E");
+  write_bytes(root / ".git" / "config", "G");
+  write_bytes(root / "pkg" / ".hidden.py", "H");
 }
 
 std::vector<std::string> names_of(const std::vector<poslab::Document>& documents) {
@@ -240,7 +240,7 @@ TEST_CASE("read_documents explains bad patterns and bad included files", "[data]
                       Contains(root) && Contains("no file matches"));
   }
   SECTION("an included binary file is an error naming the file") {
-    write_file(dir.path() / "pkg" / "blob.py", std::string("ab\0cd", 5));
+    write_bytes(dir.path() / "pkg" / "blob.py", std::string("ab\0cd", 5));
     CHECK_THROWS_WITH(poslab::read_documents(root, {.include = {"*.py"}}),
                       Contains(root) && Contains("pkg/blob.py") && Contains("NUL"));
     // Without include the same file is skipped silently, as before.
@@ -248,7 +248,7 @@ TEST_CASE("read_documents explains bad patterns and bad included files", "[data]
   }
   SECTION("an included unreadable file is an error naming the file") {
     const fs::path locked = dir.path() / "pkg" / "locked.py";
-    write_file(locked, "secret");
+    write_bytes(locked, "secret");
     fs::permissions(locked, fs::perms::none);
     if (std::ifstream(locked).good()) {
       WARN("running as root: a file without permissions is still readable; check skipped");
@@ -430,7 +430,7 @@ TEST_CASE("load_corpus by file with patterns; errors name the corpus", "[data]")
   for (int i = 0; i < 40; ++i) {
     char name[16];
     std::snprintf(name, sizeof name, "m%02d.py", i);
-    write_file(dir.path() / "pkg" / name, std::string(50, 'm'));
+    write_bytes(dir.path() / "pkg" / name, std::string(50, 'm'));
   }
   poslab::DataConfig data;
   data.path = dir.path().string();

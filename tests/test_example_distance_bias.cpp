@@ -28,7 +28,7 @@ Options example_options(int max_distance, double init_std = 0.0) {
   return o;
 }
 
-double dot(const std::vector<double>& a, const std::vector<double>& b) {
+double dot_product(const std::vector<double>& a, const std::vector<double>& b) {
   double s = 0;
   for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
   return s;
@@ -142,7 +142,7 @@ TEST_CASE("example: finite-difference gradient of the table", "[example][grad]")
     auto loss = [&] {
       std::fill(scores.begin(), scores.end(), 0.0);
       enc->scores_forward(0, g, q.data(), kk.data(), 0.5, scores.data());
-      return dot(W, scores);
+      return dot_product(W, scores);
     };
     std::vector<double> dq(q.size(), 0.0), dk(kk.size(), 0.0);
     arena.zero_grads();
@@ -166,7 +166,7 @@ TEST_CASE("example: finite-difference gradient of the table", "[example][grad]")
       std::vector<double> out(B * L * d), dx(B * K * d, 7.0);  // backward writes dx over this
       auto loss = [&] {
         attn.forward(x.data(), g, *enc, 0, out.data());
-        return dot(R, out);
+        return dot_product(R, out);
       };
       arena.zero_grads();
       loss();

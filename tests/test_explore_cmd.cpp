@@ -29,7 +29,7 @@ namespace {
 
 // 8 heads: ALiBi's steepest slope is 1/2, so at 8x (64 tokens) the oldest keys get weights near
 // e^-31, which a byte rounds to 0 (issue 33: such cells were drawn white, as if masked).
-constexpr int kSeqLen = 8, kHeads = 8, kLayers = 2;
+constexpr int kExploreSeqLen = 8, kExploreHeads = 8, kExploreLayers = 2;
 
 // A tiny ALiBi model trained for 2 steps on a tiny corpus inside `dir`.
 fs::path train_tiny_run(const fs::path& dir) {
@@ -37,10 +37,10 @@ fs::path train_tiny_run(const fs::path& dir) {
   for (int i = 0; i < 200; ++i) corpus << "The quick brown fox " << i << " jumps over the lazy dog.\n";
   corpus.close();
   std::ofstream config(dir / "tiny.toml");
-  config << "[model]\nd_model = 16\nn_layers = " << kLayers << "\nn_heads = " << kHeads
+  config << "[model]\nd_model = 16\nn_layers = " << kExploreLayers << "\nn_heads = " << kExploreHeads
          << "\nd_inner = 32\n[encoding]\ntype = \"alibi\"\n"
          << "[data]\npath = \"" << (dir / "corpus.txt").string() << "\"\n"
-         << "[train]\nseq_len = " << kSeqLen << "\nbatch_size = 2\nsteps = 2\nwarmup_steps = 1\n"
+         << "[train]\nseq_len = " << kExploreSeqLen << "\nbatch_size = 2\nsteps = 2\nwarmup_steps = 1\n"
          << "log_every = 1\nthreads = 1\n[eval]\nbatches = 1\n";
   config.close();
   const fs::path run = dir / "run";
@@ -83,8 +83,8 @@ TEST_CASE("poslab explore stores the attention weights of poslab attention, pool
   const fs::path run = train_tiny_run(dir.path);
   // A text of 8 x 8 + 1 bytes: every factor fits (no memory).
   std::string text;
-  while (text.size() < 8 * kSeqLen + 1) text += "Ask not what your country can do for you. ";
-  text.resize(8 * kSeqLen + 1);
+  while (text.size() < 8 * kExploreSeqLen + 1) text += "Ask not what your country can do for you. ";
+  text.resize(8 * kExploreSeqLen + 1);
   std::ofstream(dir.path / "text.txt") << text;
   const fs::path out = dir.path / "explorer";
   const Outcome r = run_poslab("explore " + shell_quote(run.string()) + " --texts 0 --text " +
@@ -107,7 +107,7 @@ TEST_CASE("poslab explore stores the attention weights of poslab attention, pool
 
   for (int factor : {1, 8}) {
     INFO("factor " << factor);
-    const int L = factor * kSeqLen;
+    const int L = factor * kExploreSeqLen;
     const std::string key = "r0_t0_f" + std::to_string(factor);
     REQUIRE(index["settings"][key].contains("file"));
     const nlohmann::json data = script_data(out / "data" / (key + ".js"));
@@ -123,9 +123,9 @@ TEST_CASE("poslab explore stores the attention weights of poslab attention, pool
                                  shell_quote(dump.string()));
     INFO(a.out << a.err);
     REQUIRE(a.exit_code == 0);
-    for (int n = 0; n < kLayers; ++n) {
+    for (int n = 0; n < kExploreLayers; ++n) {
       const xt::xarray<float> p = xt::load_npy<float>((dump / ("layer" + std::to_string(n) + ".npy")).string());
-      for (int h = 0; h < kHeads; ++h) {
+      for (int h = 0; h < kExploreHeads; ++h) {
         const std::vector<unsigned char> bytes = unbase64(data["maps"][n][h].get<std::string>());
         REQUIRE(bytes.size() == std::size_t(rows) * cols);
         int differ = 0, white = 0;
@@ -167,7 +167,7 @@ TEST_CASE("poslab explore pools long inputs into blocks of at most 128 rows", "[
   CHECK(data["block"] == 2);
   CHECK(data["rows"] == 128);
   CHECK(data["cols"] == 128);
-  for (int h = 0; h < kHeads; ++h) {
+  for (int h = 0; h < kExploreHeads; ++h) {
     const auto bytes = unbase64(data["maps"][0][h].get<std::string>());
     for (int i = 0; i < 128; ++i) {
       double row_sum = 0;

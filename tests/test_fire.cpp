@@ -44,7 +44,7 @@ std::unique_ptr<Encoding<double>> make_fire(const FireOptions& f, const Encoding
 }
 
 // Random generic parameters, L_thr = `threshold` (between integer positions).
-void set_parameters(ParameterArena<double>& arena, Rng& rng, double threshold) {
+void set_fire_parameters(ParameterArena<double>& arena, Rng& rng, double threshold) {
   for (std::size_t i = 0; i < arena.count(); ++i) arena.values()[i] = rng.normal(0, 0.8);
   for (const auto& s : arena.slots()) {
     const bool is_c = s.name.size() >= 2 && s.name.compare(s.name.size() - 2, 2, ".c") == 0;
@@ -147,7 +147,7 @@ TEST_CASE("fire: efficient form equals the naive reference", "[fire]") {
           fa.allocate();
           na.allocate();
           Rng rng(20 + configs);
-          set_parameters(fa, rng, threshold);
+          set_fire_parameters(fa, rng, threshold);
           std::copy(fa.values(), fa.values() + fa.count(), na.values());
           const auto s0 = random_vector(B * H * L * K, rng);
           auto dS = random_vector(B * H * L * K, rng);
@@ -182,7 +182,7 @@ TEST_CASE("fire: finite-difference gradients of w1, b1, W2, c and L_thr", "[fire
       auto enc = make_fire({.hidden = 6, .naive = naive}, {H * dh, H, dh, layers}, arena);
       arena.allocate();
       Rng rng(31);
-      set_parameters(arena, rng, threshold);
+      set_fire_parameters(arena, rng, threshold);
       for (int window : {0, 3}) {
         CAPTURE(window);
         AttentionGeometry g{B, L, M, K, H, dh, window, pos.q.data(), pos.k.data()};
@@ -209,7 +209,7 @@ TEST_CASE("fire: relative below the threshold, not beyond; future keys are refus
   auto enc = make_fire({.hidden = 8}, {H * dh, H, dh, 1}, arena);
   arena.allocate();
   Rng rng(5);
-  set_parameters(arena, rng, 50.5);
+  set_fire_parameters(arena, rng, 50.5);
   std::vector<double> q(B * L * H * dh, 0), k(B * K * H * dh, 0);
   auto scores_at = [&](std::int64_t base) {
     Positions pos(L, M, base);

@@ -34,7 +34,7 @@ namespace {
 
 constexpr int kHeads = 4, kBatch = 3, kSegment = 8, kSegments = 3, kMemory = 8;
 
-struct Setting {
+struct InferenceSetting {
   std::string encoding;
   std::vector<std::pair<std::string, OptionValue>> options;
   int mem_len = kMemory;
@@ -52,7 +52,7 @@ struct Setting {
 
 // (A unique_ptr: the layers and the encoding hold references into the model's arena.)
 template <class T>
-std::unique_ptr<TransformerLM<T>> make_model(const Setting& s) {
+std::unique_ptr<TransformerLM<T>> make_model(const InferenceSetting& s) {
   ModelConfig m;
   m.d_model = 16, m.n_layers = 2, m.n_heads = kHeads, m.d_inner = 32, m.vocab_size = 32;
   m.init_std = 0.5;  // sharp attention: a wrong cell would show
@@ -98,8 +98,8 @@ const std::vector<std::pair<std::string, OptionValue>> kPathOptions = {
 
 // Every registered encoding, with memory; again with same_length and with randomized positions;
 // and once more per option of kPathOptions it has.
-std::vector<Setting> all_settings() {
-  std::vector<Setting> settings;
+std::vector<InferenceSetting> all_settings() {
+  std::vector<InferenceSetting> settings;
   for (const EncodingInfo& info : registered_encodings()) {
     settings.push_back({info.name, {}});
     settings.push_back({info.name, {}, kMemory, /*same_length=*/true});
@@ -114,7 +114,7 @@ std::vector<Setting> all_settings() {
 // The largest difference between the logits of the training forward, whole batch, and of the
 // evaluation-only forward with a score budget of `budget_bytes`, in double. `chunk` receives the
 // shape [R, Hc] of the last chunk's score buffer.
-double chunked_difference(const Setting& s, double budget_bytes,
+double chunked_difference(const InferenceSetting& s, double budget_bytes,
                           std::array<std::size_t, 2>& chunk) {
   auto whole = make_model<double>(s);
   auto chunked = make_model<double>(s);
@@ -134,7 +134,7 @@ double chunked_difference(const Setting& s, double budget_bytes,
 
 TEST_CASE("the settings cover every registered encoding", "[inference]") {
   std::set<std::string> covered;
-  for (const Setting& s : all_settings()) covered.insert(s.encoding);
+  for (const InferenceSetting& s : all_settings()) covered.insert(s.encoding);
   for (const EncodingInfo& info : registered_encodings()) CHECK(covered.count(info.name) == 1);
   CHECK(covered.size() == registered_encodings().size());
 }
@@ -211,7 +211,7 @@ TEST_CASE("backward hooks refuse a range of heads", "[inference]") {
   std::vector<double> q(L * H * dh, 0.5), k(K * H * dh, 0.5), probs(H * L * K, 0.5),
       dscores(H * L * K, 0.5), dctx(q.size(), 0.5);
   int refused = 0;
-  for (const Setting& s : all_settings()) {
+  for (const InferenceSetting& s : all_settings()) {
     if (s.same_length || s.randomized_positions) continue;
     INFO(s.name());
     const EncodingInfo* info = find_encoding(s.encoding);

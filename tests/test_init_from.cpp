@@ -52,7 +52,6 @@ struct Fixture {
   fs::path operator/(const std::string& name) const { return scratch.path / name; }
 };
 
-nlohmann::json json_of(const fs::path& file) { return nlohmann::json::parse(read_file(file)); }
 
 // Every file of a checkpoint-format directory equal, byte for byte, to the other's.
 bool same_files(const fs::path& a, const fs::path& b) {

@@ -33,14 +33,6 @@ using Catch::Contains;
 
 namespace {
 
-std::vector<std::string> split(const std::string& line, char sep) {
-  std::vector<std::string> cells;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, sep)) cells.push_back(cell);
-  return cells;
-}
-
 std::string join(const std::vector<double>& x) {
   std::ostringstream s;
   s.precision(17);
@@ -48,7 +40,7 @@ std::string join(const std::vector<double>& x) {
   return s.str();
 }
 
-struct Setting {
+struct LongRopeSetting {
   int d_head;
   double fraction, base, s;
   long L, K;
@@ -57,11 +49,6 @@ struct Setting {
   double attention = 0;  // the option (0: default)
   bool long_expected;    // the list REFERENCE.md's rule picks
 };
-
-void require_close(const std::string& what, double got, double want) {
-  INFO(what << ": got " << got << ", by hand " << want);
-  REQUIRE(std::abs(got - want) <= 1e-12 * std::max(1.0, std::abs(want)));
-}
 
 }  // namespace
 
@@ -72,7 +59,7 @@ TEST_CASE("longrope: --describe against REFERENCE.md, with HF's strict '>' switc
   const std::vector<double> ones48(48, 1.0);
   std::vector<double> long48(48);
   for (int i = 0; i < 48; ++i) long48[i] = 1 + 0.5 * i;
-  const std::vector<Setting> settings = {
+  const std::vector<LongRopeSetting> settings = {
       {16, 1, 10000, 4, 64, 64, short8, long8, "switch", 0, false},   // K = L: still short
       {16, 1, 10000, 4, 64, 65, short8, long8, "switch", 0, true},    // K = L + 1: long
       {16, 1, 10000, 4, 64, 1000, short8, long8, "short", 0, false},  // fixed short
@@ -81,7 +68,7 @@ TEST_CASE("longrope: --describe against REFERENCE.md, with HF's strict '>' switc
       {10, 1, 10000, 1, 16, 100, {1, 1, 1, 1, 1}, {1, 2, 3, 4, 5}, "switch", 0, true},  // s = 1
       {96, 1, 10000, 32, 4096, 4097, ones48, long48, "switch", 0, true},  // Phi-3-mini-128k's s, L
   };
-  for (const Setting& c : settings) {
+  for (const LongRopeSetting& c : settings) {
     std::ostringstream a;
     a.precision(17);
     a << "--set model.d_model=" << 2 * c.d_head << " --set model.n_heads=2"
@@ -112,7 +99,7 @@ TEST_CASE("longrope: --describe against REFERENCE.md, with HF's strict '>' switc
       for (; std::getline(out, line); ++n) {
         CAPTURE(line);
         REQUIRE(n < d / 2);
-        const auto cells = split(line, ',');
+        const auto cells = split_cells(line, ',');
         REQUIRE(cells.size() == 10);
         const double theta = std::pow(c.base, -2.0 * n / d);
         const double scaled = 1.0 / (lambda[n] * std::pow(c.base, 2.0 * n / d));

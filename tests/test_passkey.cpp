@@ -75,7 +75,7 @@ Config lm_config(const std::string& corpus) {
   return c;
 }
 
-Config tiny_model_config(const std::string& encoding) {
+Config tiny_passkey_config(const std::string& encoding) {
   Config c;
   c.model.d_model = 16;
   c.model.n_layers = 2;
@@ -87,7 +87,7 @@ Config tiny_model_config(const std::string& encoding) {
   return c;
 }
 
-Config load(const std::string& text, const std::vector<std::string>& overrides = {}) {
+Config load_pk(const std::string& text, const std::vector<std::string>& overrides = {}) {
   return config_from_string(text, "pk.toml", registered_choices(), overrides);
 }
 
@@ -403,7 +403,7 @@ TEST_CASE("passkey: one-pass greedy equals greedy decoding byte by byte, with re
   for (const std::string encoding : {"none", "sinusoidal", "learned", "rope", "alibi",
                                      "transformer_xl", "t5_bias", "shaw"}) {
     INFO(encoding);
-    const Config c = tiny_model_config(encoding);
+    const Config c = tiny_passkey_config(encoding);
     TransformerLM<float> model(c.model, c.encoding, c.memory);
     model.init(3);
     model.set_inference_only(true);
@@ -445,7 +445,7 @@ TEST_CASE("passkey: one-pass greedy equals greedy decoding byte by byte, with re
 
 TEST_CASE("passkey evaluation: a cell is deterministic, its scores consistent, memory restored",
           "[passkey]") {
-  Config c = tiny_model_config("rope");
+  Config c = tiny_passkey_config("rope");
   c.memory.mem_len = 16;
   TransformerLM<float> model(c.model, c.encoding, c.memory);
   model.init(1);
@@ -621,7 +621,7 @@ TEST_CASE("passkey mix: the key line at each of the F + 1 positions equally ofte
 
 TEST_CASE("passkey config: defaults off, keys round-trip, bad values named with their key",
           "[passkey]") {
-  const Config d = load("");
+  const Config d = load_pk("");
   CHECK(d.eval.passkey_length_factors.empty());
   CHECK(d.train.passkey_fraction == 0);
   CHECK(d.eval.passkey_depths == std::vector<double>{0, 0.25, 0.5, 0.75, 1});
@@ -630,32 +630,32 @@ TEST_CASE("passkey config: defaults off, keys round-trip, bad values named with 
   CHECK(d.eval.passkey_format == "paper");
 
   const std::string grid = "[train]\nseq_len = 128\n[eval]\npasskey_length_factors = [1, 2]\n";
-  const Config c = load(grid, {"eval.passkey_filler=sentence", "eval.passkey_instances=5",
+  const Config c = load_pk(grid, {"eval.passkey_filler=sentence", "eval.passkey_instances=5",
                                "train.passkey_fraction=0.02"});
   CHECK(c.eval.passkey_length_factors == std::vector<double>{1, 2});
-  CHECK(load(config_to_toml(c)).eval.passkey_filler == "sentence");
-  CHECK(experiment_difference(load(config_to_toml(c)), c).empty());
+  CHECK(load_pk(config_to_toml(c)).eval.passkey_filler == "sentence");
+  CHECK(experiment_difference(load_pk(config_to_toml(c)), c).empty());
 
-  CHECK_THROWS_WITH(load(grid, {"eval.passkey_depths=[0, 1.5]"}),
+  CHECK_THROWS_WITH(load_pk(grid, {"eval.passkey_depths=[0, 1.5]"}),
                     Contains("eval.passkey_depths[1] must be in [0, 1], got 1.5"));
-  CHECK_THROWS_WITH(load(grid, {"eval.passkey_depths=[]"}),
+  CHECK_THROWS_WITH(load_pk(grid, {"eval.passkey_depths=[]"}),
                     Contains("eval.passkey_depths is empty"));
-  CHECK_THROWS_WITH(load(grid, {"eval.passkey_length_factors=[0.5]"}),
+  CHECK_THROWS_WITH(load_pk(grid, {"eval.passkey_length_factors=[0.5]"}),
                     Contains("--set eval.passkey_length_factors=[0.5]: ") &&
                         Contains("train.seq_len (128) x 0.5 = 64 bytes is "
                                                     "shorter than a passkey instance") &&
                         Contains("103 bytes"));
-  CHECK_THROWS_WITH(load(grid, {"eval.passkey_length_factors=[0]"}),
+  CHECK_THROWS_WITH(load_pk(grid, {"eval.passkey_length_factors=[0]"}),
                     Contains("eval.passkey_length_factors[0] must be > 0"));
-  CHECK_THROWS_WITH(load(grid, {"eval.passkey_filler=lorem"}),
+  CHECK_THROWS_WITH(load_pk(grid, {"eval.passkey_filler=lorem"}),
                     Contains("eval.passkey_filler must be one of corpus, sentence, sentence_shifted"));
-  CHECK_THROWS_WITH(load(grid, {"eval.passkey_instances=0"}),
+  CHECK_THROWS_WITH(load_pk(grid, {"eval.passkey_instances=0"}),
                     Contains("eval.passkey_instances must be >= 1"));
-  CHECK_THROWS_WITH(load(grid, {"train.passkey_fraction=1.5"}),
+  CHECK_THROWS_WITH(load_pk(grid, {"train.passkey_fraction=1.5"}),
                     Contains("train.passkey_fraction must be in [0, 1]"));
-  CHECK_THROWS_WITH(load("", {"train.passkey_fraction=0.1"}),
+  CHECK_THROWS_WITH(load_pk("", {"train.passkey_fraction=0.1"}),
                     Contains("train.passkey_fraction: train.seq_len (64) is shorter"));
-  CHECK_THROWS_WITH(load(grid + "[task]\nname = \"copy\"\n"),
+  CHECK_THROWS_WITH(load_pk(grid + "[task]\nname = \"copy\"\n"),
                     Contains("pk.toml:4") && Contains("for language models") &&
                         Contains("not task 'copy'"));
 }
@@ -664,32 +664,32 @@ TEST_CASE("passkey config: the compact format at L = 64, and what cannot fit it"
   // The paper's prompt cannot be mixed into rows of 64 bytes; the compact one can, at 1x too.
   const std::string at64 = "[train]\nseq_len = 64\npasskey_fraction = 0.5\n"
                            "[eval]\npasskey_length_factors = [1]\n";
-  CHECK_THROWS_WITH(load(at64), Contains("pk.toml:5") && Contains("103 bytes in the paper"));
-  const Config c = load(at64 + "passkey_format = \"compact\"\n");
+  CHECK_THROWS_WITH(load_pk(at64), Contains("pk.toml:5") && Contains("103 bytes in the paper"));
+  const Config c = load_pk(at64 + "passkey_format = \"compact\"\n");
   CHECK(c.eval.passkey_format == "compact");
-  CHECK(load(config_to_toml(c)).eval.passkey_format == "compact");
-  CHECK(experiment_difference(load(config_to_toml(c)), c).empty());
+  CHECK(load_pk(config_to_toml(c)).eval.passkey_format == "compact");
+  CHECK(experiment_difference(load_pk(config_to_toml(c)), c).empty());
   // A run made with the other prompt is another experiment (the runner calls it stale); a
   // config without the key is the paper's, so runs made before the key existed stay done.
   const std::string at128 = "[train]\nseq_len = 128\n[eval]\npasskey_length_factors = [1]\n";
-  CHECK(experiment_difference(load(at128), load(at128 + "passkey_format = \"compact\"\n")) ==
+  CHECK(experiment_difference(load_pk(at128), load_pk(at128 + "passkey_format = \"compact\"\n")) ==
         "in [eval]: the run has passkey_format = \"paper\", the study gives passkey_format = "
         "\"compact\"");
-  CHECK(experiment_difference(load(at128), load(at128 + "passkey_format = \"paper\"\n")).empty());
+  CHECK(experiment_difference(load_pk(at128), load_pk(at128 + "passkey_format = \"paper\"\n")).empty());
   // Bad values: the key, the file and the line.
-  CHECK_THROWS_WITH(load(at64 + "passkey_format = \"short\"\n"),
+  CHECK_THROWS_WITH(load_pk(at64 + "passkey_format = \"short\"\n"),
                     Contains("pk.toml:6") &&
                         Contains("eval.passkey_format must be one of paper, compact"));
-  CHECK_THROWS_WITH(load("[train]\nseq_len = 16\npasskey_fraction = 0.5\n[eval]\n"
+  CHECK_THROWS_WITH(load_pk("[train]\nseq_len = 16\npasskey_fraction = 0.5\n[eval]\n"
                          "passkey_format = \"compact\"\n"),
                     Contains("pk.toml:3") &&
                         Contains("train.passkey_fraction: train.seq_len (16) is shorter") &&
                         Contains("27 bytes in the compact format"));
-  CHECK_THROWS_WITH(load("[train]\nseq_len = 64\n[eval]\npasskey_format = \"compact\"\n"
+  CHECK_THROWS_WITH(load_pk("[train]\nseq_len = 64\n[eval]\npasskey_format = \"compact\"\n"
                          "passkey_length_factors = [0.25]\n"),
                     Contains("pk.toml:5") && Contains("x 0.25 = 16 bytes is shorter") &&
                         Contains("27 bytes in the compact format"));
-  CHECK_THROWS_WITH(load("[train]\npasskey_fraction = 0.5\n[eval]\npasskey_format = "
+  CHECK_THROWS_WITH(load_pk("[train]\npasskey_fraction = 0.5\n[eval]\npasskey_format = "
                          "\"compact\"\n[task]\nname = \"copy\"\n"),
                     Contains("pk.toml:2") && Contains("for language models") &&
                         Contains("not task 'copy'"));

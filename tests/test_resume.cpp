@@ -29,7 +29,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // A small text with some structure, written to a file: the corpus of the language-model cases.
-fs::path write_corpus(const fs::path& dir) {
+fs::path write_line_corpus(const fs::path& dir) {
   std::string text;
   for (int i = 0; i < 400; ++i)
     text += "line " + std::to_string(i % 37) + ": the quick brown fox " + std::to_string(i * 7 % 11) + "\n";
@@ -146,7 +146,7 @@ TEST_CASE("a training stopped after any step and resumed ends bit-identical to o
   const int stop_at = GENERATE(1, 7, 13, 29);  // the first step, a save step, any, the last but one
   INFO(variant << ", stopped after step " << stop_at);
   ScratchDirectory scratch;
-  const Config c = tiny(variant, write_corpus(scratch.path));
+  const Config c = tiny(variant, write_line_corpus(scratch.path));
   set_threads(1);
 
   const TrainedState whole = train_in(c, scratch.path / "whole", false);
@@ -179,7 +179,7 @@ TEST_CASE("a training stopped after any step and resumed ends bit-identical to o
 
 TEST_CASE("the state is saved every save_every steps and after the last", "[resume]") {
   ScratchDirectory scratch;
-  Config c = tiny("XL memory", write_corpus(scratch.path));
+  Config c = tiny("XL memory", write_line_corpus(scratch.path));
   c.train.steps = 10;
   set_threads(1);
   const fs::path dir = scratch.path / "run";
@@ -192,7 +192,7 @@ TEST_CASE("the state is saved every save_every steps and after the last", "[resu
 
 TEST_CASE("a saved state that does not fit the model is refused and changes nothing", "[resume]") {
   ScratchDirectory scratch;
-  const Config c = tiny("XL memory", write_corpus(scratch.path));
+  const Config c = tiny("XL memory", write_line_corpus(scratch.path));
   set_threads(1);
   const fs::path dir = scratch.path / "run";
   train_in(c, dir, false);
@@ -240,7 +240,7 @@ TEST_CASE("drop_metrics_after keeps the header and the rows up to the saved step
 TEST_CASE("poslab train stopped by SIGTERM and resumed writes the uninterrupted run's checkpoint",
           "[resume][cli]") {
   ScratchDirectory scratch;
-  const fs::path corpus = write_corpus(scratch.path);
+  const fs::path corpus = write_line_corpus(scratch.path);
   write_file_atomically(scratch.path / "run.toml", "");  // every key from --set
   const std::string settings =
       " --config run.toml --set data.path=" + shell_quote(corpus.string()) +

@@ -35,7 +35,7 @@ namespace {
 constexpr double kPi = std::numbers::pi;
 
 // One setting: the --set values (besides the model's size) and what the formulas need.
-struct Setting {
+struct ScalingSetting {
   std::string scaling;
   int d_head;
   double fraction = 1, base = 10000, s = 1;
@@ -43,7 +43,7 @@ struct Setting {
   double beta_fast = 32, beta_slow = 1, attention = 0, low = 1, high = 4;
 };
 
-std::string set_arguments(const Setting& c) {
+std::string set_arguments(const ScalingSetting& c) {
   std::ostringstream a;
   a.precision(17);
   // d_h = d_model / n_heads with 2 heads.
@@ -62,13 +62,13 @@ std::string set_arguments(const Setting& c) {
 }
 
 // The table REFERENCE.md's formulas give, computed here from scratch.
-struct Row {
+struct ScalingRow {
   double theta, theta_scaled, wavelength, rotations, interpolation, attention;
 };
-std::vector<Row> by_hand(const Setting& c) {
+std::vector<ScalingRow> by_hand(const ScalingSetting& c) {
   const int d = 2 * int(std::lround(c.fraction * c.d_head / 2.0));  // d_rot
   const double s = c.s, b = c.base, L = double(c.L);
-  std::vector<Row> rows;
+  std::vector<ScalingRow> rows;
   // YaRN's bounds: the dimension at which a pair makes r turns over L is
   // d ln(L / (r 2 pi)) / (2 ln b); low = floor of it at beta_fast, high = ceil at beta_slow.
   double low = 0, high = 0;
@@ -111,22 +111,8 @@ std::vector<Row> by_hand(const Setting& c) {
   return rows;
 }
 
-std::vector<std::string> split(const std::string& line, char sep) {
-  std::vector<std::string> cells;
-  std::string cell;
-  std::istringstream in(line);
-  while (std::getline(in, cell, sep)) cells.push_back(cell);
-  if (!line.empty() && line.back() == sep) cells.push_back("");
-  return cells;
-}
-
-void require_close(const std::string& what, double got, double want) {
-  INFO(what << ": got " << got << ", by hand " << want);
-  REQUIRE(std::abs(got - want) <= 1e-12 * std::max(1.0, std::abs(want)));
-}
-
 // Three or more settings per method; d_h not a power of two and fraction < 1 in each.
-const std::vector<Setting> kSettings = {
+const std::vector<ScalingSetting> kSettings = {
     {"none", 16},
     {"none", 12, 0.5},
     {"none", 10, 1, 500},
@@ -155,7 +141,7 @@ const std::vector<Setting> kSettings = {
 
 TEST_CASE("encodings --describe rope: every column against REFERENCE.md's formulas by hand",
           "[rope][scaling][cli]") {
-  const Setting c = GENERATE(from_range(kSettings));
+  const ScalingSetting c = GENERATE(from_range(kSettings));
   const std::string args = "encodings --describe rope --csv " + set_arguments(c);
   DYNAMIC_SECTION(args) {
     const Outcome r = run_poslab(args);
@@ -166,12 +152,12 @@ TEST_CASE("encodings --describe rope: every column against REFERENCE.md's formul
     REQUIRE(std::getline(out, line));
     REQUIRE(line ==
             "pair,dims,theta,theta_scaled,wavelength,rotations_L,interpolation,attention_factor");
-    const std::vector<Row> want = by_hand(c);
+    const std::vector<ScalingRow> want = by_hand(c);
     std::size_t n = 0;
     for (; std::getline(out, line); ++n) {
       CAPTURE(line);
       REQUIRE(n < want.size());
-      const auto cells = split(line, ',');
+      const auto cells = split_cells(line, ',');
       REQUIRE(cells.size() == 8);
       CHECK(cells[0] == std::to_string(n));
       CHECK(cells[1] == std::to_string(2 * n) + " " + std::to_string(2 * n + 1));
@@ -201,8 +187,8 @@ TEST_CASE("encodings --describe: yarn's ramp at d_h 16, L 64, s 4 reads 0, 1/3, 
   const std::vector<double> g = {0, 1.0 / 3, 2.0 / 3, 1, 1, 1, 1, 1};
   for (double want : g) {
     REQUIRE(std::getline(out, line));
-    CHECK(std::stod(split(line, ',')[6]) == Approx(want).margin(1e-15));
-    CHECK(std::stod(split(line, ',')[7]) == Approx(0.1 * std::log(4.0) + 1).epsilon(1e-15));
+    CHECK(std::stod(split_cells(line, ',')[6]) == Approx(want).margin(1e-15));
+    CHECK(std::stod(split_cells(line, ',')[7]) == Approx(0.1 * std::log(4.0) + 1).epsilon(1e-15));
   }
   CHECK(!std::getline(out, line));
   // The aligned table says the same, with its settings above it.

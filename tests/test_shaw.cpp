@@ -91,7 +91,7 @@ HookRun run_hooks(Encoding<double>& enc, ParameterArena<double>& arena, int laye
   return r;
 }
 
-void set_parameters(ParameterArena<double>& arena, Rng& rng, double std) {
+void set_shaw_parameters(ParameterArena<double>& arena, Rng& rng, double std) {
   for (std::size_t i = 0; i < arena.count(); ++i) arena.values()[i] = rng.normal(0, std);
 }
 
@@ -214,7 +214,7 @@ TEST_CASE("shaw: masked cells are never touched, future keys are refused", "[sha
     ParameterArena<double> arena;
     auto enc = make_shaw({.clip_k = 2, .naive = naive}, {H * dh, H, dh, 1}, arena);
     arena.allocate();
-    set_parameters(arena, rng, 1.0);
+    set_shaw_parameters(arena, rng, 1.0);
     auto q = random_vector(B * L * H * dh, rng), k = random_vector(B * K * H * dh, rng);
     auto dctx = random_vector(B * L * H * dh, rng), probs = random_vector(B * H * L * K, rng);
     zero_masked(probs, g);
@@ -260,7 +260,7 @@ TEST_CASE("shaw: efficient form equals the naive reference", "[shaw]") {
             slow_arena.allocate();
             REQUIRE(fast_arena.count() == slow_arena.count());
             Rng rng(100 + configs);
-            set_parameters(fast_arena, rng, 1.0);
+            set_shaw_parameters(fast_arena, rng, 1.0);
             std::copy(fast_arena.values(), fast_arena.values() + fast_arena.count(),
                       slow_arena.values());
             HookInputs in(g, rng);
@@ -297,7 +297,7 @@ TEST_CASE("shaw: finite-difference gradients of the hooks", "[shaw][grad]") {
                            {H * dh, H, dh, 1}, arena);
       arena.allocate();
       Rng rng(7);
-      set_parameters(arena, rng, 0.7);
+      set_shaw_parameters(arena, rng, 0.7);
       for (int window : {0, 3}) {  // the same object across geometries: buffers must reshape
         CAPTURE(window);
         AttentionGeometry g{B, L, M, K, H, dh, window, pos.q.data(), pos.k.data()};
@@ -335,7 +335,7 @@ TEST_CASE("shaw: shifting every position by a constant changes nothing", "[shaw]
                            {H * dh, H, dh, 1}, arena);
       arena.allocate();
       Rng rng(9);
-      set_parameters(arena, rng, 1.0);
+      set_shaw_parameters(arena, rng, 1.0);
       Positions p0(L, M, 0), p13(L, M, 13);
       AttentionGeometry g0{B, L, M, K, H, dh, 0, p0.q.data(), p0.k.data()};
       AttentionGeometry g13{B, L, M, K, H, dh, 0, p13.q.data(), p13.k.data()};

@@ -16,14 +16,14 @@ using poslab::SiteDirectory;
 
 namespace {
 
-struct Scratch {
+struct SiteScratch {
   fs::path root;
-  Scratch() {
+  SiteScratch() {
     root = fs::temp_directory_path() / ("poslab-site-test-" + std::to_string(::getpid()));
     fs::remove_all(root);
     fs::create_directories(root);
   }
-  ~Scratch() { fs::remove_all(root); }
+  ~SiteScratch() { fs::remove_all(root); }
 };
 
 void write(const fs::path& file, const std::string& text) {
@@ -44,7 +44,7 @@ std::string refusal(const fs::path& out, const std::string& kind, const fs::path
 }  // namespace
 
 TEST_CASE("a site goes only where the command made one, or where nothing is", "[site]") {
-  Scratch s;
+  SiteScratch s;
   const fs::path study = s.root / "study";
   write(study / "summary.csv", "run,kind\n");
   const fs::path own = study / "report";
@@ -88,7 +88,7 @@ TEST_CASE("a site goes only where the command made one, or where nothing is", "[
 }
 
 TEST_CASE("a site replaces the old one whole, and an unfinished one leaves no trace", "[site]") {
-  Scratch s;
+  SiteScratch s;
   const fs::path input = s.root / "run";
   fs::create_directories(input);
   const fs::path out = s.root / "a" / "b" / "site";

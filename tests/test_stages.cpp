@@ -47,7 +47,7 @@ name = "short"
 set = { "model.d_inner" = 32 }
 )";
 
-std::string study_error(const std::string& text) {
+std::string stage_study_error(const std::string& text) {
   try {
     poslab::expand_study(poslab::parse_study(text, "exp/stages.toml"));
   } catch (const poslab::ConfigError& e) {
@@ -57,7 +57,6 @@ std::string study_error(const std::string& text) {
   return "";
 }
 
-nlohmann::json json_of(const fs::path& file) { return nlohmann::json::parse(read_file(file)); }
 
 // `poslab report STUDY_DIR --out OUT`: the status of each run in the run table it writes (the
 // page's data, OUT/data/report.js: "window.POSLAB_REPORT = {...};"), by run id.
@@ -179,7 +178,7 @@ TEST_CASE("a zero-shot variant (train.steps = 0) stays at zero steps under --smo
 TEST_CASE("stage mistakes are found at load time, with file and line", "[stages]") {
   const std::string head = "[study]\nname = \"x\"\n[[variant]]\nname = \"base32\"\n";
   SECTION("a parent that is not a variant, with a did-you-mean") {
-    const std::string e = study_error(head + "[[variant]]\nname = \"ft\"\nfrom = \"base23\"\n");
+    const std::string e = stage_study_error(head + "[[variant]]\nname = \"ft\"\nfrom = \"base23\"\n");
     CHECK_THAT(e, Contains("exp/stages.toml:7: variant 'ft' has from = \"base23\", which is not a "
                            "variant of this study (did you mean 'base32'?); its variants are: "
                            "base32, ft"));
@@ -188,18 +187,18 @@ TEST_CASE("stage mistakes are found at load time, with file and line", "[stages]
                            "train.init_from in [base.train]"));
   }
   SECTION("a variant from itself") {
-    const std::string e = study_error(head + "from = \"base32\"\n");
+    const std::string e = stage_study_error(head + "from = \"base32\"\n");
     CHECK_THAT(e, Contains("exp/stages.toml:5:") && Contains("cannot start from its own runs"));
   }
   SECTION("a cycle") {
-    const std::string e = study_error(
+    const std::string e = stage_study_error(
         "[study]\nname = \"x\"\n[[variant]]\nname = \"a\"\nfrom = \"b\"\n"
         "[[variant]]\nname = \"b\"\nfrom = \"c\"\n[[variant]]\nname = \"c\"\nfrom = \"a\"\n");
     CHECK_THAT(e, Contains("exp/stages.toml:5: variants start from each other in a cycle: "
                            "a from b from c from a"));
   }
   SECTION("from is not a string") {
-    const std::string e = study_error(head + "from = 3\n");
+    const std::string e = stage_study_error(head + "from = 3\n");
     CHECK_THAT(e, Contains("exp/stages.toml:5: variant 'from' must be a string"));
   }
   SECTION("train.init_from written by hand in a variant, [sweep] or [smoke]") {
@@ -208,7 +207,7 @@ TEST_CASE("stage mistakes are found at load time, with file and line", "[stages]
           "[study]\nname = \"x\"\n[sweep]\n\"train.init_from\" = [\"a\", \"b\"]\n",
           "[study]\nname = \"x\"\n[smoke]\n\"train.init_from\" = \"a\"\n"}) {
       INFO(text);
-      CHECK_THAT(study_error(text), Contains("train.init_from cannot be set here") &&
+      CHECK_THAT(stage_study_error(text), Contains("train.init_from cannot be set here") &&
                                         Contains("from = \"VARIANT\""));
     }
   }

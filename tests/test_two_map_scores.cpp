@@ -27,15 +27,15 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-constexpr int kHeads = 1, kDh = 8, kPairs = 4;  // one head, 4 pairs, base 10000
+constexpr int kMapHeads = 1, kMapDh = 8, kMapPairs = 4;  // one head, 4 pairs, base 10000
 constexpr double kBase = 10000;
 
-double theta(int p) { return std::pow(kBase, -2.0 * p / kDh); }
+double theta(int p) { return std::pow(kBase, -2.0 * p / kMapDh); }
 
 // <R(a) q, R(b) k> with adjacent pairs (2p, 2p+1) turned by angle x theta_p: the formula, by hand.
 double rope_dot(const double* q, const double* k, double a, double b) {
   double s = 0;
-  for (int p = 0; p < kPairs; ++p) {
+  for (int p = 0; p < kMapPairs; ++p) {
     const double ca = std::cos(a * theta(p)), sa = std::sin(a * theta(p));
     const double cb = std::cos(b * theta(p)), sb = std::sin(b * theta(p));
     const double q0 = ca * q[2 * p] - sa * q[2 * p + 1], q1 = sa * q[2 * p] + ca * q[2 * p + 1];
@@ -52,9 +52,9 @@ struct Scores {
 
 // The efficient path's scores over positions 0 .. n - 1 (one batch row, one head).
 Scores merged_scores(const RopeScaling& s, int n) {
-  Scores out{n, std::vector<double>(n * kDh), std::vector<double>(n * kDh),
+  Scores out{n, std::vector<double>(n * kMapDh), std::vector<double>(n * kMapDh),
              std::vector<double>(n * n, 0.0)};
-  for (int x = 0; x < n * kDh; ++x) {
+  for (int x = 0; x < n * kMapDh; ++x) {
     out.q[x] = std::sin(1.3 * x + 0.2);
     out.k[x] = std::cos(0.7 * x - 0.4);
   }
@@ -63,12 +63,12 @@ Scores merged_scores(const RopeScaling& s, int n) {
   AttentionGeometry g;
   g.batch = 1;
   g.q_len = g.k_len = n;
-  g.n_heads = kHeads;
-  g.d_head = kDh;
+  g.n_heads = kMapHeads;
+  g.d_head = kMapDh;
   g.q_pos = g.k_pos = pos.data();
-  std::vector<double> th(kPairs);
-  for (int p = 0; p < kPairs; ++p) th[p] = theta(p);
-  TwoMapScores<double> hook(rope_two_map_rule(s), th, kHeads, kDh);
+  std::vector<double> th(kMapPairs);
+  for (int p = 0; p < kMapPairs; ++p) th[p] = theta(p);
+  TwoMapScores<double> hook(rope_two_map_rule(s), th, kMapHeads, kMapDh);
   hook.forward(g, out.q.data(), out.k.data(), 1.0, out.S.data());
   return out;
 }
@@ -89,8 +89,8 @@ TEST_CASE("self_extend: near keys plain RoPE, far keys i // G + W - W // G and j
   const Scores r = merged_scores(self_extend(G, W), 40);
   for (int i = 0; i < r.n; ++i)
     for (int j = 0; j <= i; ++j) {
-      const double* q = &r.q[i * kDh];
-      const double* k = &r.k[j * kDh];
+      const double* q = &r.q[i * kMapDh];
+      const double* k = &r.k[j * kMapDh];
       const double expected = i - j < W ? rope_dot(q, k, i, j)
                                         : rope_dot(q, k, double(i / G + W - W / G), double(j / G));
       INFO("i = " << i << ", j = " << j);
@@ -98,12 +98,12 @@ TEST_CASE("self_extend: near keys plain RoPE, far keys i // G + W - W // G and j
     }
   // Spot checks: i = 19, j = 8 (r = 11 >= W) reads 19 // 4 - 8 // 4 + 8 - 2 = 8, not 11;
   // i = 18, j = 11 (r = 7 = W - 1) is still the neighbour map.
-  const double* q19 = &r.q[19 * kDh];
-  const double* k8 = &r.k[8 * kDh];
+  const double* q19 = &r.q[19 * kMapDh];
+  const double* k8 = &r.k[8 * kMapDh];
   CHECK(r.S[19 * r.n + 8] == Approx(rope_dot(q19, k8, 8, 0)).margin(1e-12));  // distance 8
   CHECK(std::abs(r.S[19 * r.n + 8] - rope_dot(q19, k8, 19, 8)) > 1e-3);        // not 11
-  const double* q18 = &r.q[18 * kDh];
-  const double* k11 = &r.k[11 * kDh];
+  const double* q18 = &r.q[18 * kMapDh];
+  const double* k11 = &r.k[11 * kMapDh];
   CHECK(r.S[18 * r.n + 11] == Approx(rope_dot(q18, k11, 7, 0)).margin(1e-12));  // r = W - 1: plain
 }
 
@@ -113,8 +113,8 @@ TEST_CASE("self_extend: integer division, not the true division of Llama.py's po
   // of the positions (21/4 - 6/4 + 6 = 9.75) would be PI by G on far keys: a fractional angle.
   const std::int64_t G = 4, W = 8;
   const Scores r = merged_scores(self_extend(G, W), 24);
-  const double* q = &r.q[21 * kDh];
-  const double* k = &r.k[6 * kDh];
+  const double* q = &r.q[21 * kMapDh];
+  const double* k = &r.k[6 * kMapDh];
   CHECK(r.S[21 * r.n + 6] == Approx(rope_dot(q, k, 10, 0)).margin(1e-12));
   CHECK(std::abs(r.S[21 * r.n + 6] - rope_dot(q, k, 9.75, 0)) > 1e-4);
   // The shift W - W / G: Llama.py's true division and W // G differ when G does not divide W
@@ -135,8 +135,8 @@ TEST_CASE("rerope: distances >= w read w; leaky: w + (r - w) / k", "[two_map][re
   const Scores a = merged_scores(re, 30), b = merged_scores(leaky, 30);
   for (int i = 0; i < a.n; ++i)
     for (int j = 0; j <= i; ++j) {
-      const double* q = &a.q[i * kDh];
-      const double* k = &a.k[j * kDh];
+      const double* q = &a.q[i * kMapDh];
+      const double* k = &a.k[j * kMapDh];
       const double r = i - j;
       // ReRoPE: r' = min(r, w); the far pass is <R(w) q, k> (key unrotated).
       const double clipped = r < w ? rope_dot(q, k, i, j) : rope_dot(q, k, double(w), 0);
@@ -148,8 +148,8 @@ TEST_CASE("rerope: distances >= w read w; leaky: w + (r - w) / k", "[two_map][re
     }
   // r = w exactly is already the far pass; at r = w both methods read distance w, which equals
   // the plain score there (continuity), and r = w + 8 reads w (ReRoPE) or w + 2 (leaky).
-  const double* q = &a.q[20 * kDh];
-  const double* k = &a.k[7 * kDh];  // r = 13 = w + 8
+  const double* q = &a.q[20 * kMapDh];
+  const double* k = &a.k[7 * kMapDh];  // r = 13 = w + 8
   CHECK(a.S[20 * a.n + 7] == Approx(rope_dot(q, k, 5, 0)).margin(1e-12));
   CHECK(b.S[20 * b.n + 7] == Approx(rope_dot(q, k, 7, 0)).margin(1e-12));
   CHECK(std::abs(a.S[20 * a.n + 7] - rope_dot(q, k, 13, 0)) > 1e-3);

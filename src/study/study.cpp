@@ -39,7 +39,7 @@ namespace poslab {
 namespace fs = std::filesystem;
 namespace {
 
-[[noreturn]] void fail(const std::string& where, const std::string& what) {
+[[noreturn]] void fail_at(const std::string& where, const std::string& what) {
   throw ConfigError(where + ": " + what);
 }
 
@@ -50,7 +50,7 @@ std::string at_line(const std::string& source, std::size_t line) {
 
 std::size_t line_of(const toml::node& node) { return node.source().begin.line; }
 
-std::string join(const std::vector<std::string>& words, const std::string& separator) {
+std::string join_words(const std::vector<std::string>& words, const std::string& separator) {
   std::string out;
   for (std::size_t i = 0; i < words.size(); ++i) out += (i ? separator : "") + words[i];
   return out;
@@ -74,13 +74,13 @@ std::string toml_text(const toml::node& node) {
     case toml::node_type::array: {
       std::vector<std::string> items;
       for (const toml::node& item : *node.as_array()) items.push_back(toml_text(item));
-      return "[" + join(items, ", ") + "]";
+      return "[" + join_words(items, ", ") + "]";
     }
     case toml::node_type::table: {
       std::vector<std::string> items;
       for (auto&& [key, value] : *node.as_table())
         items.push_back(toml_key(std::string(key.str())) + " = " + toml_text(value));
-      return items.empty() ? "{}" : "{ " + join(items, ", ") + " }";
+      return items.empty() ? "{}" : "{ " + join_words(items, ", ") + " }";
     }
     default: return "";
   }
@@ -154,17 +154,17 @@ bool is_plain_name(const std::string& name) {
 // A key of [sweep], [smoke] or a variant's `set`: a config key such as "encoding.term_a".
 void check_setting_key(const std::string& source, const Entry& e, const std::string& table) {
   if (!is_plain_name(e.key) || e.key.back() == '.')
-    fail(at_line(source, e.line), table + ": '" + e.key +
+    fail_at(at_line(source, e.line), table + ": '" + e.key +
                                       "' is not a config key (write section.key, e.g. "
                                       "\"train.seed\")");
   if (e.key == "out_dir")
-    fail(at_line(source, e.line),
+    fail_at(at_line(source, e.line),
          table + ": out_dir cannot be set here: the runner gives every run its own directory "
                  "(results/<study>/runs/<run>)");
   if (e.node->is_array_of_tables())
-    fail(at_line(source, e.line), table + ": '" + e.key + "' is not a config value");
+    fail_at(at_line(source, e.line), table + ": '" + e.key + "' is not a config value");
   if (e.key == "train.init_from")
-    fail(at_line(source, e.line),
+    fail_at(at_line(source, e.line),
          table + ": train.init_from cannot be set here: a run that starts from another run of "
                  "the study is a [[variant]] with from = \"VARIANT\" (the runner sets "
                  "train.init_from to that run's directory)");
@@ -176,7 +176,7 @@ void check_unique_keys(const std::string& source, const std::vector<Entry>& entr
   std::set<std::string> seen;
   for (const Entry& e : entries)
     if (!seen.insert(e.key).second)
-      fail(at_line(source, e.line), table + ": '" + e.key + "' is set twice");
+      fail_at(at_line(source, e.line), table + ": '" + e.key + "' is set twice");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,22 +187,22 @@ const std::vector<std::string> kStudyTables = {"study", "base", "sweep", "varian
                                                "slurm"};
 
 void read_study_table(const toml::node* node, Study& study) {
-  if (!node) fail(study.source, "missing [study] table: a study needs [study] name = \"...\"");
+  if (!node) fail_at(study.source, "missing [study] table: a study needs [study] name = \"...\"");
   if (!node->is_table())
-    fail(at_line(study.source, line_of(*node)), "'study' must be a table: [study]");
+    fail_at(at_line(study.source, line_of(*node)), "'study' must be a table: [study]");
   for (const Entry& e : entries_of(*node->as_table())) {
     if (e.key != "name" && e.key != "description")
-      fail(at_line(study.source, e.line),
+      fail_at(at_line(study.source, e.line),
            "unknown key 'study." + e.key + "'; [study] has name and description");
     if (!e.node->is_string())
-      fail(at_line(study.source, e.line), "study." + e.key + " must be a string");
+      fail_at(at_line(study.source, e.line), "study." + e.key + " must be a string");
     (e.key == "name" ? study.name : study.description) = e.node->as_string()->get();
   }
   const std::string where = at_line(study.source, line_of(*node));
   if (study.name.empty())
-    fail(where, "[study] needs a name: name = \"...\" (results go to results/<name>/)");
+    fail_at(where, "[study] needs a name: name = \"...\" (results go to results/<name>/)");
   if (!is_plain_name(study.name))
-    fail(where, "study.name '" + study.name +
+    fail_at(where, "study.name '" + study.name +
                     "' must be a plain directory name (letters, digits, '_', '-', '.')");
 }
 
@@ -221,7 +221,7 @@ struct TextWithLines {
 void read_base_table(const toml::node* node, Study& study) {
   if (!node) return;  // no [base]: every default
   if (!node->is_table())
-    fail(at_line(study.source, line_of(*node)), "'base' must be a table: [base]");
+    fail_at(at_line(study.source, line_of(*node)), "'base' must be a table: [base]");
   const std::vector<Entry> entries = entries_of(*node->as_table());
   TextWithLines out;
   for (const Entry& e : entries)
@@ -247,25 +247,25 @@ void read_base_table(const toml::node* node, Study& study) {
 void read_sweep_table(const toml::node* node, Study& study) {
   if (!node) return;
   if (!node->is_table())
-    fail(at_line(study.source, line_of(*node)), "'sweep' must be a table: [sweep]");
+    fail_at(at_line(study.source, line_of(*node)), "'sweep' must be a table: [sweep]");
   const std::vector<Entry> leaves = leaves_of(*node->as_table());
   check_unique_keys(study.source, leaves, "[sweep]");
   for (const Entry& e : leaves) {
     const std::string where = at_line(study.source, e.line);
     check_setting_key(study.source, e, "[sweep]");
     if (!e.node->is_array())
-      fail(where, "[sweep] axis '" + e.key + "' must be a list of values, e.g. \"" + e.key +
+      fail_at(where, "[sweep] axis '" + e.key + "' must be a list of values, e.g. \"" + e.key +
                       "\" = [" + toml_text(*e.node) + ", ...]");
     SweepAxis axis{e.key, {}, e.line};
     std::set<std::string> seen;
     for (const toml::node& value : *e.node->as_array()) {
       axis.values.push_back(study_value(value));
       if (!seen.insert(axis.values.back().toml).second)
-        fail(where, "[sweep] axis '" + e.key + "' lists the value " + axis.values.back().toml +
+        fail_at(where, "[sweep] axis '" + e.key + "' lists the value " + axis.values.back().toml +
                         " twice");
     }
     if (axis.values.empty())
-      fail(where, "[sweep] axis '" + e.key + "' is empty: an axis needs at least one value "
+      fail_at(where, "[sweep] axis '" + e.key + "' is empty: an axis needs at least one value "
                   "(remove it to keep [base]'s value)");
     study.axes.push_back(std::move(axis));
   }
@@ -315,13 +315,13 @@ void check_stages(const Study& study) {
     if (v.from.empty()) continue;
     const std::string where = at_line(study.source, v.from_line);
     if (v.from == v.name)
-      fail(where, "variant '" + v.name + "' has from = \"" + v.from +
+      fail_at(where, "variant '" + v.name + "' has from = \"" + v.from +
                       "\": a variant cannot start from its own runs");
     if (!by_name.count(v.from)) {
       const std::string near = nearest_name(v.from, names);
-      fail(where, "variant '" + v.name + "' has from = \"" + v.from + "\", which is not a " +
+      fail_at(where, "variant '" + v.name + "' has from = \"" + v.from + "\", which is not a " +
                       "variant of this study" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
-                      "; its variants are: " + join(names, ", ") +
+                      "; its variants are: " + join_words(names, ", ") +
                       "; to start from a run outside this study, give its directory as "
                       "train.init_from in [base.train] (docs/06, \"Studies in stages\")");
     }
@@ -335,7 +335,7 @@ void check_stages(const Study& study) {
       at = next->second;
       chain.push_back(at->name);
       if (at->name == v.name)
-        fail(where, "variants start from each other in a cycle: " + join(chain, " from ") +
+        fail_at(where, "variants start from each other in a cycle: " + join_words(chain, " from ") +
                         "; one of them must start from scratch (no from)");
       if (!seen.insert(at->name).second) break;
     }
@@ -345,7 +345,7 @@ void check_stages(const Study& study) {
 void read_variants(const toml::node* node, Study& study) {
   if (!node) return;
   if (!node->is_array_of_tables())
-    fail(at_line(study.source, line_of(*node)),
+    fail_at(at_line(study.source, line_of(*node)),
          "variants are written [[variant]] (one such table per variant), each with a name and "
          "a set = { ... } of overrides");
   std::set<std::string> names;
@@ -356,41 +356,41 @@ void read_variants(const toml::node* node, Study& study) {
     for (const Entry& e : entries_of(*item.as_table())) {
       if (e.key == "name") {
         if (!e.node->is_string())
-          fail(at_line(study.source, e.line), "variant name must be a string");
+          fail_at(at_line(study.source, e.line), "variant name must be a string");
         variant.name = e.node->as_string()->get();
       } else if (e.key == "set") {
         if (!e.node->is_table())
-          fail(at_line(study.source, e.line),
+          fail_at(at_line(study.source, e.line),
                "variant 'set' must be a table: set = { \"encoding.term_a\" = false }");
         variant.set = read_settings(*e.node->as_table(),
                                     "variant '" + variant.name + "' set", study.source);
       } else if (e.key == "from") {
         if (!e.node->is_string())
-          fail(at_line(study.source, e.line),
+          fail_at(at_line(study.source, e.line),
                "variant 'from' must be a string: the name of the variant whose runs this one "
                "starts from");
         variant.from = e.node->as_string()->get();
         variant.from_line = e.line;
         if (variant.from.empty())
-          fail(at_line(study.source, e.line),
+          fail_at(at_line(study.source, e.line),
                "variant 'from' is empty: name the variant whose runs this one starts from, or "
                "leave 'from' out to train from scratch");
       } else {
-        fail(at_line(study.source, e.line),
+        fail_at(at_line(study.source, e.line),
              "unknown key '" + e.key + "' in [[variant]]; a variant has name, set and from");
       }
     }
-    if (variant.name.empty()) fail(where, "[[variant]] needs a name: name = \"...\"");
+    if (variant.name.empty()) fail_at(where, "[[variant]] needs a name: name = \"...\"");
     if (!is_plain_name(variant.name))
-      fail(where, "variant name '" + variant.name +
+      fail_at(where, "variant name '" + variant.name +
                       "' must be a plain name (letters, digits, '_', '-', '.'): it names "
                       "directories");
     if (!names.insert(variant.name).second)
-      fail(where, "duplicate variant name '" + variant.name + "'");
+      fail_at(where, "duplicate variant name '" + variant.name + "'");
     for (const StudySetting& s : variant.set)
       for (const SweepAxis& axis : study.axes)
         if (s.key == axis.key)
-          fail(at_line(study.source, s.line),
+          fail_at(at_line(study.source, s.line),
                "variant '" + variant.name + "' sets '" + s.key +
                    "', which is also a [sweep] axis; a run can take it from only one of them");
     study.variants.push_back(std::move(variant));
@@ -401,7 +401,7 @@ void read_variants(const toml::node* node, Study& study) {
 void read_smoke_table(const toml::node* node, Study& study) {
   if (!node) return;
   if (!node->is_table())
-    fail(at_line(study.source, line_of(*node)), "'smoke' must be a table: [smoke]");
+    fail_at(at_line(study.source, line_of(*node)), "'smoke' must be a table: [smoke]");
   study.smoke = read_settings(*node->as_table(), "[smoke]", study.source);
 }
 
@@ -416,7 +416,7 @@ bool is_sbatch_word(const std::string& text) {
 void read_slurm_table(const toml::node* node, Study& study) {
   if (!node) return;
   if (!node->is_table())
-    fail(at_line(study.source, line_of(*node)), "'slurm' must be a table: [slurm]");
+    fail_at(at_line(study.source, line_of(*node)), "'slurm' must be a table: [slurm]");
   SlurmOptions& slurm = study.slurm;
   const std::string keys = "partition, account, time, mem, cpus_per_task, array_throttle, "
                            "max_array_size and extra";
@@ -433,26 +433,26 @@ void read_slurm_table(const toml::node* node, Study& study) {
                                               : nullptr;
     if (text) {
       if (!e.node->is_string() || !is_sbatch_word(e.node->as_string()->get()))
-        fail(where, key + " must be a non-empty string without spaces (it becomes an #SBATCH "
+        fail_at(where, key + " must be a non-empty string without spaces (it becomes an #SBATCH "
                           "option)");
       *text = e.node->as_string()->get();
     } else if (number) {
       if (!e.node->is_integer() || e.node->as_integer()->get() < 1 ||
           e.node->as_integer()->get() > 1000000)
-        fail(where, key + " must be a whole number from 1 to 1000000");
+        fail_at(where, key + " must be a whole number from 1 to 1000000");
       *number = static_cast<int>(e.node->as_integer()->get());
     } else if (e.key == "extra") {
-      if (!e.node->is_array()) fail(where, key + " must be a list of strings: [\"--qos=short\"]");
+      if (!e.node->is_array()) fail_at(where, key + " must be a list of strings: [\"--qos=short\"]");
       for (const toml::node& item : *e.node->as_array()) {
         if (!item.is_string() || !is_sbatch_word(item.as_string()->get()) ||
             item.as_string()->get().rfind("--", 0) != 0)
-          fail(at_line(study.source, line_of(item)),
+          fail_at(at_line(study.source, line_of(item)),
                key + ": each item is one sbatch option without spaces, starting with --: "
                      "\"--qos=short\"");
         slurm.extra.push_back(item.as_string()->get());
       }
     } else {
-      fail(where, "unknown key '" + key + "'; [slurm] has " + keys);
+      fail_at(where, "unknown key '" + key + "'; [slurm] has " + keys);
     }
   }
 }
@@ -530,12 +530,12 @@ std::string shorten(const std::string& name) {
 
 Study parse_study(const std::string& toml_text, const std::string& source_name) {
   if (const TomlLimitProblem p = toml_limit_problem(toml_text); !p.what.empty())
-    fail(at_line(source_name, p.line), p.what);
+    fail_at(at_line(source_name, p.line), p.what);
   toml::table root;
   try {
     root = toml::parse(toml_text, source_name);
   } catch (const toml::parse_error& e) {
-    fail(at_line(source_name, e.source().begin.line),
+    fail_at(at_line(source_name, e.source().begin.line),
          "TOML syntax error: " + std::string(e.description()));
   }
   Study study;
@@ -543,7 +543,7 @@ Study parse_study(const std::string& toml_text, const std::string& source_name) 
   for (const Entry& e : entries_of(root)) {
     if (std::find(kStudyTables.begin(), kStudyTables.end(), e.key) != kStudyTables.end()) continue;
     const std::string what = e.node->is_table() ? "table [" + e.key + "]" : "key '" + e.key + "'";
-    fail(at_line(source_name, e.line),
+    fail_at(at_line(source_name, e.line),
          "unknown " + what +
              "; a study file has the tables [study], [base], [sweep], [[variant]], [smoke] and "
              "[slurm]");
@@ -559,7 +559,7 @@ Study parse_study(const std::string& toml_text, const std::string& source_name) 
 
 Study load_study(const std::string& path) {
   const std::optional<std::string> text = read_toml_file(path);
-  if (!text) fail(path, "cannot read the study file");
+  if (!text) fail_at(path, "cannot read the study file");
   return parse_study(*text, path);
 }
 
@@ -584,12 +584,12 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
   for (const SweepAxis& axis : study.axes) {
     sizes += (sizes.empty() ? "" : " x ") + std::to_string(axis.values.size());
     if (axis.values.size() > kMaxRuns / grid_size)
-      fail(study.source, "the sweep has more than " + std::to_string(kMaxRuns) + " runs (" +
+      fail_at(study.source, "the sweep has more than " + std::to_string(kMaxRuns) + " runs (" +
                              sizes + "...); a study may have at most " + std::to_string(kMaxRuns));
     grid_size *= axis.values.size();
   }
   if (grid_size * variants.size() > kMaxRuns)
-    fail(study.source, "the study has " + std::to_string(grid_size) + " grid points x " +
+    fail_at(study.source, "the study has " + std::to_string(grid_size) + " grid points x " +
                            std::to_string(variants.size()) + " variants, more than " +
                            std::to_string(kMaxRuns) + " runs");
 
@@ -637,22 +637,22 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
                              "in variant '" + v->name + "'" +
                                  (v == variant ? "" : " (inherited by '" + variant->name + "')")});
 
-      run.id = id_parts.empty() ? "base" : join(id_parts, ",");
-      run.dir_name = shorten(dir_parts.empty() ? "base" : join(dir_parts, "__"));
+      run.id = id_parts.empty() ? "base" : join_words(id_parts, ",");
+      run.dir_name = shorten(dir_parts.empty() ? "base" : join_words(dir_parts, "__"));
       if (variant && !variant->from.empty()) {
         // The parent: the run of variant `from` at this grid point; same id and directory but
         // for the variant's name (the first part of both).
         id_parts[0] = dir_parts[0] = variant->from;
-        run.parent_id = join(id_parts, ",");
+        run.parent_id = join_words(id_parts, ",");
         run.parent = index_of_variant(variant->from) * grid_size + point;
         run.stage = int(lineage.size()) - 1;
-        const std::string parent_dir = shorten(join(dir_parts, "__"));
+        const std::string parent_dir = shorten(join_words(dir_parts, "__"));
         applied.push_back({"train.init_from=" + toml_string("runs/" + parent_dir),
                            variant->from_line,
                            "in variant '" + variant->name + "' (from = \"" + variant->from + "\")"});
       }
       if (auto [it, fresh] = id_of_dir.emplace(run.dir_name, run.id); !fresh)
-        fail(study.source, "runs '" + it->second + "' and '" + run.id +
+        fail_at(study.source, "runs '" + it->second + "' and '" + run.id +
                                "' would share the directory '" + run.dir_name +
                                "'; make their values differ in letters or digits");
 
@@ -693,7 +693,7 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke,
     try {
       check_same_parameters(runs[run.parent].config, run.config);
     } catch (const InitFromError& e) {
-      fail(at_line(study.source, variant->from_line),
+      fail_at(at_line(study.source, variant->from_line),
            "variant '" + variant->name + "' (from = \"" + variant->from + "\"): run '" + run.id +
                "' cannot start from run '" + run.parent_id + "': " + e.what() +
                " (checked before any run starts, nothing was written)");
@@ -732,13 +732,13 @@ void check_run_inputs(const Study& study, const PlannedRun& run) {
     } catch (const std::runtime_error& e) {
       const std::string patterns_where =
           where_set(run.config.data.include.empty() ? "data.exclude" : "data.include", where);
-      fail(patterns_where, std::string(e.what()) + " (the corpus of run '" + run.id +
+      fail_at(patterns_where, std::string(e.what()) + " (the corpus of run '" + run.id +
                                "', data.path set at " + where +
                                "; checked before any run starts, nothing was written)");
     }
   }
   if (problem.empty()) return;
-  fail(where, key + " = " + toml_string(path) + ": " + problem + " (the corpus of run '" +
+  fail_at(where, key + " = " + toml_string(path) + ": " + problem + " (the corpus of run '" +
                   run.id + "'; checked before any run starts, nothing was written)");
 }
 

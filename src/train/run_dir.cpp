@@ -118,7 +118,7 @@ std::string MetricsLog::Cell::quote(const std::string& s) {
 }
 
 namespace {
-std::string csv_line(const std::vector<MetricsLog::Cell>& cells) {
+std::string metrics_csv_line(const std::vector<MetricsLog::Cell>& cells) {
   std::string line;
   for (std::size_t i = 0; i < cells.size(); ++i) line += (i ? "," : "") + cells[i].text;
   return line + "\n";
@@ -132,7 +132,7 @@ std::vector<MetricsLog::Cell> header_cells(const std::vector<std::string>& colum
 MetricsLog::MetricsLog(const fs::path& file, std::vector<std::string> columns)
     : file_(file), columns_(std::move(columns)) {
   if (columns_.empty()) throw std::invalid_argument("MetricsLog needs at least one column");
-  const std::string header = csv_line(header_cells(columns_));
+  const std::string header = metrics_csv_line(header_cells(columns_));
 
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(file_, ec)))
@@ -171,7 +171,7 @@ void MetricsLog::append(const std::vector<Cell>& row) {
     throw std::invalid_argument(file_.string() + ": a row of " + std::to_string(row.size()) +
                                 " cells for " + std::to_string(columns_.size()) + " columns");
   // One write per line (O_APPEND): a reader sees whole lines, nothing is buffered.
-  if (!write_all(fd_, csv_line(row))) throw io_error("cannot write", file_);
+  if (!write_all(fd_, metrics_csv_line(row))) throw io_error("cannot write", file_);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@
 namespace poslab {
 
 namespace {
-std::string format_duration(double seconds) {
+std::string format_elapsed(double seconds) {
   const long s = std::lround(seconds);
   std::ostringstream o;
   if (s >= 3600) o << s / 3600 << "h" << std::setw(2) << std::setfill('0') << (s % 3600) / 60 << "m";
@@ -157,7 +157,7 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
       out << "step " << std::setw(6) << step + 1 << "/" << tc.steps << " | loss " << std::fixed
           << std::setprecision(4) << mean_loss << " | lr " << std::scientific
           << std::setprecision(2) << lr << std::fixed << " | " << std::setprecision(0) << tok_s
-          << " tok/s | " << format_duration(elapsed) << " elapsed, ETA " << format_duration(eta);
+          << " tok/s | " << format_elapsed(elapsed) << " elapsed, ETA " << format_elapsed(eta);
       if (eval_now) out << " | valid " << std::setprecision(4) << valid_loss;
       out << std::endl;
       if (metrics)

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr const char* kFormat = "poslab-training-state-1";
+constexpr const char* kStateFormat = "poslab-training-state-1";
 static_assert(std::endian::native == std::endian::little, "the .f32 files are little-endian");
 
 fs::path state_dir(const fs::path& run_dir) { return run_dir / "resume"; }
@@ -60,7 +60,7 @@ void save_training_state(const fs::path& run_dir, const TransformerLM<float>& mo
   write_file_atomically(partial / "memory.f32", as_bytes(carried.memory.data(), carried.memory.size()));
 
   const nlohmann::json state = {
-      {"format", kFormat},
+      {"format", kStateFormat},
       {"steps_done", progress.steps_done},
       {"interval_loss_bits", std::bit_cast<std::uint64_t>(progress.interval_loss)},
       {"interval_loss", progress.interval_loss},  // for a reader; the bits are what is restored
@@ -96,8 +96,8 @@ TrainingProgress load_training_state(const fs::path& run_dir, TransformerLM<floa
   try {
     std::ifstream in(*dir / "state.json");
     const nlohmann::json state = nlohmann::json::parse(in);
-    if (state.value("format", "") != kFormat)
-      throw TrainingStateError("not a " + std::string(kFormat) + " state");
+    if (state.value("format", "") != kStateFormat)
+      throw TrainingStateError("not a " + std::string(kStateFormat) + " state");
     if (state.at("parameters").get<std::size_t>() != P)
       throw TrainingStateError("it holds " + std::to_string(state.at("parameters").get<std::size_t>()) +
                                " parameters, the model has " + std::to_string(P));
