@@ -1,10 +1,15 @@
-"""`poslab plot` draws exactly the committed figures: each committed results folder is copied
-(its CSVs and study.toml, never its figures) into a temporary folder, `poslab plot` runs once on
-every copy, and the names of the figures it writes must equal the names committed in that
-folder's figures/ (a figure that is missing, or one more, fails). The figure lint
-(lint_figures.py) checks what the figures look like; this checks which ones are made.
+"""Every committed figure redrawn once, and checked twice over: which figures are made, and
+that no two texts in one overlap. Each committed results folder is copied (its CSVs and
+study.toml, never its figures) into a temporary folder, and what `poslab plot` runs
+(notebooks/poslab_plots.py's main) draws every copy, in this process:
+- the names of the figures written must equal the names committed in that folder's figures/ (a
+  figure that is missing, or one more, fails);
+- every figure passes the figure lint (tests/figures/lint_figures.py: no two pieces of text
+  overlap), checked before it is saved.
+`poslab plot` itself (the C++ command that hands its folders to poslab_plots.py) runs on every
+study's smoke in tests/studies/run_smoke.sh.
 
-    /usr/bin/python3 tests/figures/check_plot_sets.py build/poslab      (CTest: plot_figure_sets)
+    /usr/bin/python3 tests/figures/check_plot_sets.py      (CTest: plot_figure_sets)
 
 A results folder whose standard figures are deliberately not committed is listed in
 NOT_COMMITTED with the reason; for it only a clean `poslab plot` is checked.
@@ -13,15 +18,20 @@ It also checks that `poslab report` has an interactive twin of every figure: for
 folder, the figures of notebooks/poslab_analysis/figures/charts_backend.standard_figures must have the names of the
 figures `poslab plot` drew there (without .png), none missing and none more.
 """
+import contextlib
+import io
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
+
+import lint_figures  # the lint (and matplotlib's Agg backend); puts notebooks/ on the path
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 RESULTS = os.path.join(REPO, "results")
 sys.path.insert(0, os.path.join(REPO, "notebooks"))
+import poslab_plots  # noqa: E402
+from poslab_analysis.figures import plots  # noqa: E402
 
 # Folders whose standard figures were left out on purpose (see their commits).
 NOT_COMMITTED = {
@@ -80,11 +90,32 @@ def report_problems(rel, copy, made):
     return problems
 
 
+def draw_linted(copies, tmp):
+    """poslab_plots.main on the copies (what `poslab plot` runs), with plots.save wrapped so that
+    each figure is linted before it is written. Returns (exit status, output, lint problems,
+    figures linted)."""
+    problems, linted = [], []
+    original_save = plots.save
+
+    def linted_save(fig, _dir, name):
+        linted.append(name)
+        problems.extend(lint_figures.lint(fig, f"{os.path.relpath(_dir, tmp)}/{name}"))
+        return original_save(fig, _dir, name)
+
+    plots.save = linted_save
+    output = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
+            status = poslab_plots.main(["poslab_plots.py", *copies])
+    finally:
+        plots.save = original_save
+    return status, output.getvalue(), problems, len(linted)
+
+
 def main(argv):
-    if len(argv) != 2:
+    if len(argv) != 1:
         print(__doc__)
         return 2
-    poslab = os.path.abspath(argv[1])
     folders = result_folders()
     problems = []
     with tempfile.TemporaryDirectory(prefix="poslab-plot-sets.") as tmp:
@@ -96,12 +127,14 @@ def main(argv):
                 if name.endswith((".csv", ".csv.gz")) or name == "study.toml":
                     shutil.copyfile(os.path.join(source, name), os.path.join(copy, name))
             copies.append(copy)
-        env = dict(os.environ, MPLBACKEND="Agg")
-        done = subprocess.run([poslab, "plot", *copies], env=env, capture_output=True, text=True)
-        if done.returncode != 0:
-            print(done.stdout + done.stderr)
-            print(f"plot_figure_sets: `poslab plot` failed with status {done.returncode}")
+        status, output, problems, linted = draw_linted(copies, tmp)
+        if status != 0:
+            print(output)
+            print(f"plot_figure_sets: poslab_plots.py failed with status {status}")
             return 1
+        lint_count = len(problems)
+        if linted == 0:
+            problems.append("no figure went through the lint: plots.save is not what draws them")
         for rel, copy in zip(folders, copies):
             made, committed = figure_names(copy), figure_names(os.path.join(RESULTS, rel))
             problems += report_problems(rel, copy, made)
@@ -119,7 +152,8 @@ def main(argv):
                 print(f"{rel}: {sorted(made)}")
     for p in problems:
         print(p)
-    print(f"plot_figure_sets: {len(problems)} problem(s) in {len(folders)} result folders")
+    print(f"plot_figure_sets: {len(problems)} problem(s) in {len(folders)} result folders "
+          f"({lint_count} of them overlapping texts, in {linted} figures linted)")
     return 1 if problems else 0
 
 
