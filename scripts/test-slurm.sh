@@ -6,9 +6,11 @@
 #   POSLAB=/path/to/poslab bash scripts/test-slurm.sh
 #   KEEP_WORK=1 bash scripts/test-slurm.sh        # keep the work directory (logs, results)
 #   ONLY_SCENARIOS=scenario_two_stages bash scripts/test-slurm.sh   # only the scenarios named
+#   STUDY=experiments/pose.toml ONLY_SCENARIOS=scenario_export_matches_local \
+#     bash scripts/test-slurm.sh   # another study's smoke through scenario 1 (export, run, compare)
 #
 # Needs root (it installs Debian's Slurm and MUNGE packages if they are missing) and a built
-# poslab; it builds nothing. A few minutes once the packages are installed (five scenarios).
+# poslab; it builds nothing. A few minutes once the packages are installed (six scenarios).
 #
 # How a one-node Slurm cluster fits together (the three daemons this script starts):
 #   munged     MUNGE, the authentication service: every Slurm message carries a credential
@@ -33,7 +35,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 POSLAB=${POSLAB:-build/poslab}               # the poslab under test (never rebuilt here)
-STUDY=experiments/state_reuse_fortunes.toml  # with --smoke: 12 runs of a few seconds each
+STUDY=${STUDY:-experiments/state_reuse_fortunes.toml}  # with --smoke: 12 runs of a few seconds each
 START_TIMEOUT=${START_TIMEOUT:-60}           # seconds for the node to come up idle
 JOB_TIMEOUT=${JOB_TIMEOUT:-300}              # seconds for one job (array) to finish
 KEEP_WORK=${KEEP_WORK:-0}                    # 1: keep the work directory even on success
@@ -424,22 +426,35 @@ EOF
 # Scenario 1: export the smoke study, run it as a Slurm job array, summarize it, and compare
 # the summary with the same study run locally by `poslab run`.
 scenario_export_matches_local() {
-  local results="$WORK/results" local_results="$WORK/results-local"
-  local export_log="$WORK/export.txt" scripts=() script job jobs=() ok=1
+  local results="$WORK/results${1:-}" local_results="$WORK/results${1:-}-local"
+  local export_log="$WORK/export${1:-}.txt" scripts=() script job jobs=() ok=1
 
   log "scenario 1: export $STUDY --smoke to Slurm, run it, compare with a local run"
   # (Inside `if scenario`, set -e is off: every step checks its own status.)
   "$POSLAB" run "$STUDY" --smoke --export slurm --out "$results" >"$export_log" 2>&1 ||
     { cat "$export_log"; echo "FAIL: the export failed"; return 1; }
   cat "$export_log"
-  mapfile -t scripts < <(exported_job_scripts "$export_log")
-  ((${#scripts[@]} > 0)) || { echo "FAIL: no 'submit with:' line in the export's output"; return 1; }
-
-  for script in "${scripts[@]}"; do
-    job=$(submit "$script") || { echo "FAIL: could not submit $script"; return 1; }
-    log "submitted $script as job $job"
-    jobs+=("$job")
-  done
+  if grep -q "^in [0-9]* stages" "$export_log"; then
+    # A study with stages (from = "..."): its submit.sh submits every stage's arrays, each
+    # waiting for the stage before (scenario 3 checks that order); run it as a user would.
+    local submit_script
+    submit_script=$(sed -n 's/^submit with: //p' "$export_log" | tail -n 1)
+    submit_script=${submit_script#\'}
+    submit_script=${submit_script%\'}
+    bash "$submit_script" >"$WORK/submit-1.txt" 2>&1 ||
+      { cat "$WORK/submit-1.txt"; echo "FAIL: $submit_script failed"; return 1; }
+    cat "$WORK/submit-1.txt"
+    mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-1.txt")
+    ((${#jobs[@]} > 0)) || { echo "FAIL: $submit_script submitted no job"; return 1; }
+  else
+    mapfile -t scripts < <(exported_job_scripts "$export_log")
+    ((${#scripts[@]} > 0)) || { echo "FAIL: no 'submit with:' line in the export's output"; return 1; }
+    for script in "${scripts[@]}"; do
+      job=$(submit "$script") || { echo "FAIL: could not submit $script"; return 1; }
+      log "submitted $script as job $job"
+      jobs+=("$job")
+    done
+  fi
   for job in "${jobs[@]}"; do
     wait_for_job "$job" || { echo "FAIL: job $job did not finish in ${JOB_TIMEOUT}s"; return 1; }
   done
@@ -849,9 +864,21 @@ scenario_racing_submissions() {
   echo "PASS: both submissions completed every task; each run trained once; the task that met a trainer waited for it"
 }
 
+# Scenario 6: the studies of the part-3 context-extension methods (issue 36), each through
+# scenario 1: PoSE and RandPos (pose.toml, two stages); Self-Extend, ReRoPE, leaky ReRoPE,
+# log-n and LongRoPE (self_extend_rerope.toml); the streaming cache with sinks and the learned
+# sink logit (streaming_sinks.toml). About 20 s each.
+scenario_part3_studies() {
+  local STUDY name
+  for name in pose self_extend_rerope streaming_sinks; do
+    STUDY="experiments/$name.toml"
+    scenario_export_matches_local "-$name" || return 1
+  done
+}
+
 # The scenarios main runs, in order (ONLY_SCENARIOS="name ..." in the environment: only those).
 SCENARIOS=(scenario_export_matches_local scenario_cancel_reexport_resubmit scenario_two_stages
-  scenario_failed_parent scenario_racing_submissions)
+  scenario_failed_parent scenario_racing_submissions scenario_part3_studies)
 if [[ -n "${ONLY_SCENARIOS:-}" ]]; then read -r -a SCENARIOS <<<"$ONLY_SCENARIOS"; fi
 
 # =============================================================================================
