@@ -1,7 +1,7 @@
 """bloc97 2023, NTK-aware scaled RoPE (a blog post with a plot): rule 5 of the context-extension
 study, NTK-aware scaling beats PI without fine-tuning (s = 4), on the study's runs and, if it has
 run, on settling run 6."""
-from poslab_analysis.claims.rules import BELOW_ZERO
+from poslab_analysis.claims.rules import BELOW_ZERO, fmt
 from poslab_analysis.statistics.seeds import paired
 
 NAME = "bloc97 2023"
@@ -21,3 +21,16 @@ def context_extension(study, record=None):
                 "interval below 0", BELOW_ZERO, record,
                 study.ungated(lambda gate: ntk_vs_pi(read, multiple, gate)) if extra else ""))
     return lines
+
+
+def context_extension_retrieval(study, record=None):
+    """Rule 5 of the retrieval study: zs_ntk_s4 against zs_linear_s4 at 4x, passkey beside it."""
+    L = 64
+    return [study.row(
+        "5. NTK-aware scaling beats PI without fine-tuning (s = 4, at 4x)", NAME,
+        "perplexity of LLaMA without fine-tuning (a blog post's plot)",
+        "zs_ntk_s4 minus zs_linear_s4, loss at 4x",
+        paired(study.loss("zs_ntk_s4", 4 * L), study.loss("zs_linear_s4", 4 * L)),
+        "interval below 0", BELOW_ZERO, record,
+        f"; passkey at 4x, NTK minus PI: "
+        f"{fmt(*paired(study.passkey('zs_ntk_s4', 4 * L), study.passkey('zs_linear_s4', 4 * L)))}")]

@@ -86,3 +86,46 @@ def context_extension(study, record=None):
                  + " | loss: interval above 0; passkey: linear beats none | "
                  f"{combined_verdict([('loss', v_loss), ('passkey', v_key)])} |")
     return lines
+
+
+def context_extension_retrieval(study, record=None):
+    """Rules 1-4 of the retrieval study (experiments/context_extension_retrieval.protocol.md):
+    the models retrieve at L, so the passkey rows have a skill to keep or lose."""
+    loss, passkey, L = study.loss, study.passkey, 64
+    lines = [study.row(
+        "1. RoPE read beyond L without extension degrades", NAME, PPL,
+        "rope64, loss at 2x minus at 1x", paired(loss("rope64", 2 * L), loss("rope64", L)),
+        "interval above 0", ABOVE_ZERO, record,
+        f"; passkey at 1x {fmt(*seeds.t_interval(passkey('rope64', L).tolist()))}, at 2x "
+        f"{fmt(*seeds.t_interval(passkey('rope64', 2 * L).tolist()))}")]
+    # 2. PI fine-tuned at 4L retrieves over the whole extended window (the paper: passkey over
+    # the whole window after fine-tuning).
+    at_window = seeds.t_interval(passkey("ft_linear_s4", 4 * L).tolist())
+    lines.append(study.row(
+        "2. PI fine-tuned briefly retrieves over the extended window (400 steps at 4x)", NAME,
+        "passkey retrieval at the extended window after fine-tuning",
+        "ft_linear_s4, passkey at 4x (mean over depths)", at_window,
+        "mean >= 0.9 agrees, upper end < 0.9 disagrees",
+        (lambda low, high: at_window[0] >= 0.9, lambda low, high: high < 0.9), record,
+        f"; beside it, loss at 4x minus at 1x: "
+        f"{fmt(*paired(loss('ft_linear_s4', 4 * L), loss('ft_linear_s4', L)))}"))
+    # 3. PI keeps the quality inside the original window.
+    within = (lambda low, high: high <= CE_WITHIN, lambda low, high: low > CE_WITHIN)
+    plain = paired(loss("ft_linear_s4", L), loss("ft_none", L))
+    lines.append(study.row(
+        "3. PI keeps the quality inside the original window", NAME,
+        "perplexity at the original window after fine-tuning",
+        "ft_linear_s4 minus rope64, loss at 1x",
+        paired(loss("ft_linear_s4", L), loss("rope64", L)),
+        f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees", within, record,
+        "; " + sensitivity("against the plain fine-tune ft_none at 1x", plain,
+                           verdict(plain, *within))))
+    # 4. Fine-tuning without interpolation extends the usable context slowly (passkey).
+    lines.append(study.passkey_row(
+        "4. fine-tuning without interpolation extends the context slowly", NAME,
+        "passkey at the extended window after fine-tuning",
+        "ft_linear_s4 minus ft_none, passkey at 4x", passkey("ft_linear_s4", 4 * L),
+        passkey("ft_none", 4 * L), record,
+        f"; beside it, loss at 4x: "
+        f"{fmt(*paired(loss('ft_linear_s4', 4 * L), loss('ft_none', 4 * L)))}"))
+    return lines

@@ -1,9 +1,10 @@
 """Peng et al. 2023, YaRN (and dynamic NTK scaling): rules 6 to 10 of the context-extension
 study. Dynamic scaling avoids the blow-up beyond s x L; YaRN beats PI and NTK without and after
 fine-tuning, needs fewer fine-tuning steps, and reads beyond its fine-tuning length."""
-from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, fmt
+from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, fmt, tally, verdict
 from poslab_analysis.claims.studies.context_extension import CE_BUDGET, CE_BUDGETS, \
     CE_WITHIN, best_of
+from poslab_analysis.statistics import seeds
 from poslab_analysis.statistics.seeds import paired
 
 NAME = "Peng et al. 2023"
@@ -66,4 +67,53 @@ def context_extension(study, record=None):
         record,
         f"; beside it, the paper's range (2x the fine-tuning length: 64k -> 128k), 8x minus "
         f"4x: {fmt(*paired(loss(ft_b['yarn'], 8), loss(ft_b['yarn'], 4)))}"))
+    return lines
+
+
+def context_extension_retrieval(study, record=None):
+    """Rules 6, 7, 8 and 10 of the retrieval study; 6 and 10 in the papers' regime."""
+    loss, L = study.loss, 64
+    lines = []
+    # 6. Dynamic scaling against no scaling at every length beyond L; the bigram criterion beside.
+    parts, shown = [], []
+    for multiple in (2, 4, 8, 16):
+        interval = paired(loss("zs_dynamic_ntk_s1", multiple * L), loss("rope64", multiple * L))
+        parts.append(verdict(interval, *BELOW_ZERO))
+        dynamic = loss("zs_dynamic_ntk_s1", multiple * L)
+        below = "no runs" if dynamic.empty else "yes" if (dynamic < study.bigram).all() else "no"
+        shown.append(f"{multiple}x: {fmt(*interval)} (below bigram in every seed: {below})")
+    v = ("agree" if all(p == "agree" for p in parts) else
+         "disagree" if any(p == "disagree" for p in parts) else "inconclusive")
+    tally(record, NAME, [v])
+    lines.append(f"| 6. dynamic scaling avoids the blow-up beyond L, against no scaling "
+                 f"({NAME}) | perplexity without fine-tuning beyond L | zs_dynamic_ntk_s1 minus "
+                 f"rope64, loss at {'; '.join(shown)} | below 0 at every length agrees, above 0 "
+                 f"at any disagrees | {v} |")
+    # 7, 8. YaRN beats PI and NTK, without and after fine-tuning.
+    lines.append(study.row(
+        "7. YaRN beats PI and NTK without fine-tuning (s = 4)", NAME,
+        "perplexity at the extended window",
+        "zs_yarn_s4 minus the better of zs_linear_s4 and zs_ntk_s4 (per seed), loss at 4x",
+        paired(loss("zs_yarn_s4", 4 * L),
+               best_of(loss("zs_linear_s4", 4 * L), loss("zs_ntk_s4", 4 * L))),
+        "interval below 0", BELOW_ZERO, record))
+    lines.append(study.row(
+        "8. YaRN beats PI and NTK after fine-tuning (400 steps)", NAME,
+        "perplexity at the extended window after fine-tuning",
+        "ft_yarn_s4 minus the better of ft_linear_s4 and ft_ntk_s4, loss at 4x",
+        paired(loss("ft_yarn_s4", 4 * L),
+               best_of(loss("ft_linear_s4", 4 * L), loss("ft_ntk_s4", 4 * L))),
+        "interval below 0", BELOW_ZERO, record))
+    # 10. In the paper's regime: s = 8 fine-tuned at sL/2 = 256, read at sL = 512.
+    lines.append(study.row(
+        "10. fine-tuned YaRN reads beyond its fine-tuning length (s = 8, fine-tuned at sL/2)",
+        NAME, "perplexity from the fine-tuning length to s x L",
+        "ft_yarn_s8, loss at 512 minus at 256",
+        paired(loss("ft_yarn_s8", 8 * L), loss("ft_yarn_s8", 4 * L)),
+        f"upper end <= {CE_WITHIN} agrees, lower end > {CE_WITHIN} disagrees", AT_MOST_005,
+        record,
+        f"; control, ft_yarn_s4 (its sL is 256): "
+        f"{fmt(*paired(loss('ft_yarn_s4', 8 * L), loss('ft_yarn_s4', 4 * L)))}; passkey at 512, "
+        f"s = 8: {fmt(*seeds.t_interval(study.passkey('ft_yarn_s8', 8 * L).tolist()))}, s = 4: "
+        f"{fmt(*seeds.t_interval(study.passkey('ft_yarn_s4', 8 * L).tolist()))}"))
     return lines

@@ -221,3 +221,22 @@ def context_extension(study, record=None):
         f"upper end <= {ce.CE_WITHIN} agrees, lower end > {ce.CE_WITHIN} disagrees", AT_MOST_005,
         record, f"; whole chunks, 16x minus 1x: "
         f"{fmt(*paired(study.loss('alibi64', 16), study.loss('alibi64', 1)))}")]
+
+
+def context_extension_retrieval(study, record=None):
+    """Rule 11 of the retrieval study: ALiBi flat beyond L, context-matched; the sliding-window
+    reading beside it."""
+    if study.by_position is None:
+        return []
+    bp = study.by_position
+    rows = bp[(bp["variant"] == "alibi64") & (bp["kind"] == "length")
+              & bp["run"].isin(study.kept)]
+    L = 64
+    return [study.row(
+        "11. ALiBi needs no extension (flat beyond L)", NAME,
+        "perplexity at longer inputs, flat (checked by sliding windows, Appendix B)",
+        "alibi64, context-matched: positions >= L of the 16x chunks minus positions "
+        "7L/8..L-1 of the 1x chunks", matched_growth(rows, 16, L),
+        f"upper end <= {ce.CE_WITHIN} agrees, lower end > {ce.CE_WITHIN} disagrees", AT_MOST_005,
+        record, f"; sliding windows (stride 64), 16x minus 1x: "
+        f"{fmt(*paired(study.sliding('alibi64', 16 * L), study.sliding('alibi64', L)))}")]

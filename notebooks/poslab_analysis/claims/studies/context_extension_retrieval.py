@@ -1,0 +1,134 @@
+"""The context-extension study with retrieval (experiments/context_extension_retrieval.toml and
+its protocol, rules 1-8 and 10-12): RoPE, ALiBi and xPos (scale_base L/2) trained at L = 64 bytes
+with half of their rows passkey instances, so that they retrieve at L; RoPE then extended
+zero-shot (PI, NTK, YaRN at s = 4, dynamic NTK) or fine-tuned at 256 on plain text (none, PI, NTK,
+YaRN at s = 4 and 8; PI keeping the mix). Lengths in bytes; loss in nats per byte on the test
+split; passkey = greedy exact match averaged over the five depths; every comparison paired by
+seed (a stage-2 run and its rope64 parent share the seed).
+
+The gate (the protocol's): a stage-1 run counts if its loss at L is below the bigram baseline
+and its passkey at L is >= 0.9; a stage-2 run counts if it passes the loss gate and its rope64
+parent passes both. Its table: the gate line, then the papers' rows."""
+import pandas as pd
+
+from poslab_analysis.claims.rules import ABOVE_ZERO, compare, fmt, tally
+from poslab_analysis.claims.studies import context_extension
+from poslab_analysis.reading import study_files
+from poslab_analysis.statistics import seeds
+
+TRAIN_LEN = 64        # L of every stage-1 model
+FINE_TUNE_LEN = 256   # the fine-tunes' segment (4L)
+WITHIN = 0.05         # nats/byte: "relatively well", "usable"
+PASSKEY_GATE = 0.9    # stage 1 must retrieve at L (mean over depths) to count
+STAGE1 = ("rope64", "alibi64", "xpos64")
+
+
+def mean_passkey(summary, length):
+    """Per run: greedy exact match at `length` bytes averaged over the depths (Series by run)."""
+    rows = summary[(summary["kind"] == "passkey") & (summary["seq_len"] == length)]
+    return rows.groupby("run")["passkey_greedy_exact_match"].mean()
+
+
+def gated_runs(summary):
+    """(the runs that count, the dropped runs with why) under the protocol's gate."""
+    main = summary[summary["kind"] == "main"].drop_duplicates("run")
+    loss_ok = dict(zip(main["run"], seeds.gate_passed(main)))
+    at_l = mean_passkey(summary, TRAIN_LEN)
+    kept, dropped = set(), []
+    stage1 = main[main["variant"].isin(STAGE1)]
+    for run in stage1["run"]:
+        passkey = at_l.get(run, float("nan"))
+        if not loss_ok[run]:
+            dropped.append(f"{run} (loss at L not below the bigram baseline)")
+        elif not passkey >= PASSKEY_GATE:
+            dropped.append(f"{run} (passkey at L {passkey:.2f} < {PASSKEY_GATE})")
+        else:
+            kept.add(run)
+    parent_ok = {seed for seed in main[main["run"].isin(kept) & (main["variant"] == "rope64")][
+        "train.seed"]}
+    for _, row in main[~main["variant"].isin(STAGE1)].iterrows():
+        if row["train.seed"] not in parent_ok:
+            dropped.append(f"{row['run']} (its rope64 parent was dropped)")
+        elif not loss_ok[row["run"]]:
+            dropped.append(f"{row['run']} (loss at its main evaluation not below the bigram "
+                           "baseline)")
+        else:
+            kept.add(row["run"])
+    return kept, dropped
+
+
+class Study:
+    """What the papers' rows read: loss and passkey per seed by variant and length in bytes
+    (gated), the context-matched positions, the sliding-window loss, and the row format."""
+
+    def __init__(self, study_dir):
+        self.dir = study_dir
+        self.summary = study_files.read_summary(study_dir)
+        self.by_position = study_files.read_loss_by_position(study_dir)
+        self.kept, self.dropped = gated_runs(self.summary)
+        self.bigram = float(self.summary["bigram_loss"].iloc[0])
+
+    def _rows(self, variant, kinds, length):
+        s = self.summary
+        return s[(s["variant"] == variant) & s["kind"].isin(kinds) & (s["seq_len"] == length)
+                 & s["run"].isin(self.kept)]
+
+    def loss(self, variant, length, kinds=("length", "main")):
+        """Loss of every gated seed of `variant` on chunks of `length` bytes (Series by seed)."""
+        rows = self._rows(variant, kinds, length).drop_duplicates("train.seed")
+        return rows.set_index("train.seed")["loss"]
+
+    def sliding(self, variant, length):
+        """The sliding-window loss (stride 64) at `length` bytes, per gated seed."""
+        return self.loss(variant, length, kinds=("length_sliding", "main_sliding"))
+
+    def passkey(self, variant, length):
+        """Greedy exact match at `length` bytes, averaged over the depths, per gated seed."""
+        rows = self._rows(variant, ("passkey",), length)
+        return rows.groupby("train.seed")["passkey_greedy_exact_match"].mean()
+
+    def position_loss(self, variant, length, first, end):
+        """Mean loss of positions first .. end-1 of `variant`'s chunks of `length` bytes, per
+        gated seed (empty without loss by position)."""
+        bp = self.by_position
+        if bp is None:
+            return pd.Series(dtype=float)
+        rows = bp[(bp["variant"] == variant) & (bp["kind"] == "length")
+                  & (bp["seq_len"] == length) & bp["run"].isin(self.kept)
+                  & (bp["position"] >= first) & (bp["position"] < end)]
+        return rows.groupby("train.seed")["loss"].mean()
+
+    row = staticmethod(context_extension.Study.row)
+    reference = staticmethod(context_extension.Study.reference)
+
+    @staticmethod
+    def passkey_row(claim, source, paper, measured, a, b, record, extra=""):
+        """A claims row on passkey: A - B per seed, inconclusive when both sides sit at the
+        floor (0) or the ceiling (1) of the metric; counted in `record`."""
+        interval, v = compare(a, b, ABOVE_ZERO, floor=0.0, ceiling=1.0)
+        tally(record, source, [v])
+        return f"| {claim} ({source}) | {paper} | {measured}: {fmt(*interval)}{extra} | " \
+               f"interval above 0 | {v} |"
+
+
+def gate_line(study):
+    n = study.summary["run"].nunique()
+    dropped = study.dropped
+    return (f"{n} runs, gate dropped {len(dropped)}"
+            + (f" ({'; '.join(dropped)})" if dropped else ""))
+
+
+def table(study_dir, papers, record=None):
+    """The claims table: the gate line, then the papers' rows
+    (paper.context_extension_retrieval(study, record) -> lines)."""
+    study = Study(study_dir)
+    lines = [f"\n{gate_line(study)}. Loss in nats per byte on the test split, passkey as greedy "
+             "exact match averaged over 5 depths (the papers: perplexity of LLaMA models on long "
+             "documents, passkey accuracy); L = 64 bytes; every difference paired over seeds.\n",
+             "| published claim | what the paper measured; what the verdict uses | measured | "
+             "rule | verdict |",
+             "|---|---|---|---|---|"]
+    for paper in papers:
+        lines += paper.context_extension_retrieval(study, record)
+    return "\n".join(lines)
+

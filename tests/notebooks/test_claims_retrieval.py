@@ -1,0 +1,120 @@
+"""The claims table of the context-extension study with retrieval
+(notebooks/poslab_analysis/claims/studies/context_extension_retrieval.py), on a planted study
+whose answers are known: the protocol's gate (loss and passkey at L for stage 1, the parent for
+stage 2) and the verdict of each row.
+
+    /usr/bin/python3 tests/notebooks/test_claims_retrieval.py     (CTest: claims_retrieval)
+"""
+import os
+import sys
+import tempfile
+import unittest
+
+import pandas as pd
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "notebooks"))
+from poslab_analysis.claims import tables  # noqa: E402
+from poslab_analysis.claims.studies import context_extension_retrieval as cer  # noqa: E402
+
+SEEDS = (61, 62, 63)
+BIGRAM = 2.4
+L = 64
+
+
+def planted_rows(variant, seed, losses, passkeys, sliding=None, main_len=L, fail_loss=False):
+    """Summary rows of one run: losses {length: loss}, passkeys {length: exact match} (the same
+    at every depth, plus a seed-dependent wiggle so that intervals have width)."""
+    run = f"{variant},train.seed={seed}"
+    wiggle = (seed - 62) * 0.01
+    rows = []
+
+    def row(kind, length, **extra):
+        rows.append({"study": "context_extension_retrieval", "run": run, "train.seed": seed,
+                     "variant": variant, "kind": kind, "seq_len": length,
+                     "factor": length / main_len, "bigram_loss": BIGRAM,
+                     "in_distribution_ok": "false" if fail_loss else "true", **extra})
+    row("main", main_len, loss=losses[main_len] + wiggle)
+    for length, loss in losses.items():
+        row("length", length, loss=loss + wiggle)
+    for length, loss in (sliding or {}).items():
+        row("length_sliding", length, loss=loss + wiggle)
+    for length, p in passkeys.items():
+        for depth in (0, 0.25, 0.5, 0.75, 1):
+            row("passkey", length, passkey_depth=depth,
+                passkey_greedy_exact_match=min(1.0, max(0.0, p + wiggle / 2)))
+    return rows
+
+
+def planted_study(directory, rope_passkey_at_l=1.0):
+    rows = []
+    lengths = (64, 128, 256, 512, 1024)
+    for seed in SEEDS:
+        rows += planted_rows("rope64", seed, dict(zip(lengths, (1.3, 1.9, 3.0, 3.6, 4.0))),
+                             {64: rope_passkey_at_l, 128: 0.0, 256: 0.0})
+        rows += planted_rows("alibi64", seed, dict(zip(lengths, (1.35, 1.34, 1.34, 1.34, 1.34))),
+                             {64: 1.0}, sliding={64: 1.35, 1024: 1.30})
+        rows += planted_rows("xpos64", seed, dict(zip(lengths, (1.31, 1.7, 2.5, 3.0, 3.3))),
+                             {64: 1.0, 256: 0.0})
+        rows += planted_rows("zs_linear_s4", seed, {64: 1.6, 256: 2.2}, {256: 0.1})
+        rows += planted_rows("zs_ntk_s4", seed, {64: 1.35, 256: 1.8}, {256: 0.3})
+        rows += planted_rows("zs_yarn_s4", seed, {64: 1.34, 256: 1.7}, {256: 0.4})
+        rows += planted_rows("zs_dynamic_ntk_s1", seed,
+                             dict(zip(lengths, (1.3, 1.6, 2.0, 2.3, 2.5))), {})
+        rows += planted_rows("ft_none", seed, {64: 1.40, 256: 1.45}, {256: 0.2}, main_len=256)
+        rows += planted_rows("ft_linear_s4", seed, {64: 1.33, 256: 1.30}, {256: 0.95},
+                             main_len=256)
+        rows += planted_rows("ft_ntk_s4", seed, {64: 1.33, 256: 1.31}, {256: 0.9}, main_len=256)
+        rows += planted_rows("ft_yarn_s4", seed, {64: 1.32, 256: 1.25, 512: 1.5}, {512: 0.2},
+                             main_len=256)
+        rows += planted_rows("ft_yarn_s8", seed, {64: 1.33, 256: 1.28, 512: 1.29}, {512: 0.8},
+                             main_len=256)
+    pd.DataFrame(rows).to_csv(os.path.join(directory, "summary.csv"), index=False)
+
+
+class RetrievalTable(unittest.TestCase):
+    def table(self, **plant):
+        with tempfile.TemporaryDirectory() as tmp:
+            study = os.path.join(tmp, "context_extension_retrieval")
+            os.makedirs(study)
+            planted_study(study, **plant)
+            self.assertEqual(tables.kind_of(study), "context_extension_retrieval")
+            return tables.claims_table(study), cer.Study(study)
+
+    def verdict_of(self, table, number):
+        line = next(x for x in table.splitlines() if x.startswith(f"| {number}. "))
+        return line.rstrip(" |").split("| ")[-1]
+
+    def test_gate_keeps_retrieving_models(self):
+        _, study = self.table()
+        self.assertEqual(study.dropped, [])
+
+    def test_gate_drops_a_model_that_does_not_retrieve_and_its_children(self):
+        table, study = self.table(rope_passkey_at_l=0.5)
+        self.assertIn("rope64,train.seed=61 (passkey at L 0.49 < 0.9)", study.dropped)
+        self.assertTrue(any("ft_none,train.seed=61 (its rope64 parent" in d
+                            for d in study.dropped))
+        self.assertEqual(self.verdict_of(table, 1), "inconclusive")
+
+    def test_verdicts_on_the_planted_study(self):
+        table, _ = self.table()
+        expected = {
+            1: "agree",         # rope64 loss rises from 1x to 2x
+            3: "agree",         # ft_linear_s4 at 1x within 0.05 of rope64 (1.33 vs 1.30)
+            5: "agree",         # NTK below PI at 4x
+            6: "agree",         # dynamic below no scaling at 2x..16x
+            7: "agree",         # YaRN below the better of PI and NTK at 4x
+            8: "agree",         # ft YaRN below the better fine-tune at 4x
+            10: "agree",        # s = 8 flat from 256 to 512 (+0.01)
+            12: "agree",        # xPos below RoPE at 4x
+        }
+        for number, want in expected.items():
+            self.assertEqual(self.verdict_of(table, number), want, f"row {number}")
+        # Row 2: ft_linear_s4 retrieves at 256 (0.95 mean) -> agree; row 4: PI minus none on
+        # passkey at 256 (0.95 vs 0.2) -> agree.
+        self.assertEqual(self.verdict_of(table, 2), "agree")
+        self.assertEqual(self.verdict_of(table, 4), "agree")
+
+
+if __name__ == "__main__":
+    unittest.main()
