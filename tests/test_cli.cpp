@@ -197,6 +197,42 @@ TEST_CASE("eval.stride adds sliding-window rows beside the chunked ones, without
   CHECK(rows[3]["seq_len"] == 16);
 }
 
+TEST_CASE("eval never replaces an earlier evaluation made with other --set", "[cli]") {
+  ScratchDirectory scratch;
+  const fs::path run = scratch.path / "run";
+  const fs::path config = write_tiny_config(scratch.path, "[eval]\nbatches = 1\n");
+  REQUIRE(run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'")
+              .exit_code == 0);
+  const std::string eval = "eval --run '" + run.string() + "'";
+  const fs::path file = run / "eval_L8_M0.json";
+  REQUIRE(run_poslab(eval).exit_code == 0);
+  CHECK(json_of(file)["overrides"] == nlohmann::json::array());
+  const std::string first = read_file(file);
+
+  SECTION("other --set: refused, naming the file and both settings; the file is unchanged") {
+    const Outcome r = run_poslab(eval + " --set eval.batches=2");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains(file.string() + " holds an evaluation made with no --set") &&
+                          Contains("this one has --set eval.batches=2") &&
+                          Contains("nothing written"));
+    CHECK(read_file(file) == first);
+  }
+  SECTION("the same --set again: a rerun, which replaces the file") {
+    CHECK(run_poslab(eval).exit_code == 0);
+    CHECK(json_of(file)["overrides"] == nlohmann::json::array());
+  }
+  SECTION("--passkey: the same rule for eval_passkey.json") {
+    const std::string grid = " --passkey --set 'eval.passkey_length_factors=[16]' "
+                             "--set eval.passkey_instances=2";
+    REQUIRE(run_poslab(eval + grid).exit_code == 0);
+    const std::string cells = read_file(run / "eval_passkey.json");
+    const Outcome r = run_poslab(eval + grid + " --set 'eval.passkey_depths=[0.5]'");
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("eval_passkey.json holds an evaluation made with --set"));
+    CHECK(read_file(run / "eval_passkey.json") == cells);
+  }
+}
+
 TEST_CASE("eval --passkey reads the passkey grid of a finished run, from its config or --set",
           "[cli][passkey]") {
   ScratchDirectory scratch;

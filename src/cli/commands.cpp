@@ -514,6 +514,34 @@ int outcome_of_other_trainer(const Config& cfg) {
                            "again and submit what is unfinished");
 }
 
+// `poslab eval` names its file by what it reads (eval_L<seq-len>_M<mem-len>.json,
+// eval_passkey.json, eval_stream.json), not by the --set it was given, and records that --set in
+// the file ("overrides"). A second evaluation with other --set would replace the first one's
+// numbers without a word: it is refused before anything is computed, and nothing is written.
+// The same --set again replaces the file (a rerun). Files written before poslab recorded the
+// --set count as made without any.
+void refuse_to_replace(const RunDirectory& run, const std::string& name,
+                       const std::vector<std::string>& overrides) {
+  if (!std::filesystem::exists(run.file(name))) return;
+  std::vector<std::string> before;
+  try {
+    before = run.read_json(name).value("overrides", std::vector<std::string>{});
+  } catch (const std::exception&) {
+    return;  // not an evaluation this command wrote: nothing of ours to keep
+  }
+  if (before == overrides) return;
+  auto described = [](const std::vector<std::string>& sets) {
+    std::string text;
+    for (const std::string& s : sets) text += " --set " + s;
+    return sets.empty() ? std::string(" no --set") : text;
+  };
+  throw std::runtime_error(
+      run.file(name).string() + " holds an evaluation made with" + described(before) +
+      "; this one has" + described(overrides) +
+      ", so it would replace those numbers: nothing computed, nothing written. Move that file "
+      "away first, or evaluate a copy of the run directory");
+}
+
 }  // namespace
 
 int run_train(const Config& cfg, ExistingRun existing, int wait_for_trainer_seconds) {
@@ -727,13 +755,15 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
   // Defaults: the run's own main evaluation setting.
   const int L = seq_len > 0 ? seq_len : (cfg.eval.seq_len > 0 ? cfg.eval.seq_len : cfg.train.seq_len);
   const int M = mem_len >= 0 ? mem_len : (cfg.eval.mem_len >= 0 ? cfg.eval.mem_len : cfg.memory.mem_len);
+  const std::string name = "eval_L" + std::to_string(L) + "_M" + std::to_string(M) + ".json";
+  refuse_to_replace(run, name, overrides);
   check_memory(cfg, evaluation_batch_size(cfg), L, M, /*training=*/false,
                "evaluating " + run_dir + " (segment " + std::to_string(L) + ", memory " +
                    std::to_string(M) + ")");
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   load_checkpoint(run.path(), model.arena());
   std::vector<float> token_losses;
-  const nlohmann::json result =
+  nlohmann::json result =
       evaluate_setting(model, cfg, EvalSetting{.kind = "main", .seq_len = L, .mem_len = M},
                        token_losses_file.empty() ? nullptr : &token_losses);
   // A setting that cannot be evaluated is an error of this command: nothing is written.
@@ -741,7 +771,7 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
     throw std::runtime_error("eval --run " + run_dir + " at segment " + std::to_string(L) +
                              ", memory " + std::to_string(M) + ": " +
                              result["error"].get<std::string>());
-  const std::string name = "eval_L" + std::to_string(L) + "_M" + std::to_string(M) + ".json";
+  result["overrides"] = overrides;
   run.write_json(name, result);
   std::cout << "wrote " << run.file(name).string() << "\n";
   if (!token_losses_file.empty()) {
@@ -760,6 +790,7 @@ int run_eval_stream(const std::string& run_dir, const std::vector<std::string>& 
     throw std::runtime_error("eval --run " + run_dir + " --stream: eval.stream_length is 0 in "
                              "the run's config; give the stream's length with --set, e.g. "
                              "--set eval.stream_length=" + std::to_string(100 * cfg.train.seq_len));
+  refuse_to_replace(run, "eval_stream.json", overrides);
   set_threads(cfg.train.threads);
   check_stream_memory(cfg, "the streaming evaluation of " + run_dir);
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
@@ -785,7 +816,7 @@ int run_eval_stream(const std::string& run_dir, const std::vector<std::string>& 
       csv += line.str();
     }
   }
-  run.write_json("eval_stream.json", {{"evaluations", rows}});
+  run.write_json("eval_stream.json", {{"evaluations", rows}, {"overrides", overrides}});
   write_file_atomically(run.file("eval_stream.csv"), csv);
   std::cout << "wrote " << run.file("eval_stream.json").string() << " and "
             << run.file("eval_stream.csv").string() << " (" << rows.size() << " modes)\n";
@@ -799,6 +830,7 @@ int run_eval_passkey(const std::string& run_dir, const std::vector<std::string>&
     throw std::runtime_error("eval --run " + run_dir + " --passkey: eval.passkey_length_factors "
                              "is empty in the run's config; give the grid with --set, e.g. "
                              "--set 'eval.passkey_length_factors=[2, 4]'");
+  refuse_to_replace(run, "eval_passkey.json", overrides);
   set_threads(cfg.train.threads);
   const PasskeyGenerator generator =
       checked_passkey_generator(cfg, "the passkey evaluation of " + run_dir);
@@ -807,7 +839,7 @@ int run_eval_passkey(const std::string& run_dir, const std::vector<std::string>&
   nlohmann::json rows = nlohmann::json::array();
   for (const PasskeyCell& cell : passkey_cells(cfg))
     rows.push_back(evaluate_passkey(model, cfg, generator, cell));
-  run.write_json("eval_passkey.json", {{"evaluations", rows}});
+  run.write_json("eval_passkey.json", {{"evaluations", rows}, {"overrides", overrides}});
   std::cout << "wrote " << run.file("eval_passkey.json").string() << " (" << rows.size()
             << " cells)\n";
   return 0;

@@ -309,6 +309,8 @@ int run(int argc, char** argv) {
   eval->footer(
       "Reads DIR/config.toml (with --set applied) and DIR/checkpoint/, evaluates on eval.split\n"
       "(validation unless --set eval.split=test) and writes DIR/eval_L<seq-len>_M<mem-len>.json.\n"
+      "Each file records its --set; an evaluation that would replace one made with other --set\n"
+      "is refused before it runs (move the file away, or evaluate a copy of DIR).\n"
       "With --passkey: one row per (length, depth) cell of the passkey grid (docs/06, 'Passkey\n"
       "retrieval'), in DIR/eval_passkey.json; e.g. for a run trained without a grid:\n"
       "  poslab eval --run runs/rope --passkey --set 'eval.passkey_length_factors=[2, 4]'\n"
