@@ -150,3 +150,12 @@ class Tally:
 def tally(record, paper, parts):
     if record is not None:
         record.add(paper, parts)
+
+
+def table_head(intro):
+    """The opening of a study's claims table: a paragraph (`intro`: the gate line, the metric,
+    the split, L) and the header of the five columns every study's rows fill."""
+    return [f"\n{intro}\n",
+            "| published claim | what the paper measured; what the verdict uses | measured | "
+            "rule | verdict |",
+            "|---|---|---|---|---|"]

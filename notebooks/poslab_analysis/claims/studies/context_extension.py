@@ -7,7 +7,7 @@ seed). Its table: the gate line, the papers' rows, and a note on settling run 6 
 import numpy as np
 import pandas as pd
 
-from poslab_analysis.claims.rules import fmt, tally, verdict
+from poslab_analysis.claims.rules import fmt, table_head, tally, verdict
 from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds
 
@@ -169,12 +169,10 @@ def table(study_dir, papers, record=None):
     """The claims table: the gate line, the papers' rows (paper.context_extension(study,
     record) -> lines) and, if it has run, a note on settling run 6."""
     study = Study(study_dir)
-    lines = [f"\n{ce_gate_line(study.summary)}. Loss in nats per byte on the test split (the "
+    intro = (f"{ce_gate_line(study.summary)}. Loss in nats per byte on the test split (the "
              "papers: perplexity of LLaMA models on long documents, passkey accuracy); L = 64 "
-             "bytes; every difference paired over seeds.\n",
-             "| published claim | what the paper measured; what the verdict uses | measured | "
-             "rule | verdict |",
-             "|---|---|---|---|---|"]
+             "bytes; every difference paired over seeds.")
+    lines = table_head(intro)
     for paper in papers:
         lines += paper.context_extension(study, record)
     if study.settle is not None:

@@ -11,7 +11,7 @@ and its passkey at L is >= 0.9; a stage-2 run counts if it passes the loss gate 
 parent passes both. Its table: the gate line, then the papers' rows."""
 import pandas as pd
 
-from poslab_analysis.claims.rules import ABOVE_ZERO, compare, fmt, tally
+from poslab_analysis.claims.rules import ABOVE_ZERO, compare, fmt, table_head, tally
 from poslab_analysis.claims.studies import context_extension
 from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds
@@ -122,12 +122,10 @@ def table(study_dir, papers, record=None):
     """The claims table: the gate line, then the papers' rows
     (paper.context_extension_retrieval(study, record) -> lines)."""
     study = Study(study_dir)
-    lines = [f"\n{gate_line(study)}. Loss in nats per byte on the test split, passkey as greedy "
+    intro = (f"{gate_line(study)}. Loss in nats per byte on the test split, passkey as greedy "
              "exact match averaged over 5 depths (the papers: perplexity of LLaMA models on long "
-             "documents, passkey accuracy); L = 64 bytes; every difference paired over seeds.\n",
-             "| published claim | what the paper measured; what the verdict uses | measured | "
-             "rule | verdict |",
-             "|---|---|---|---|---|"]
+             "documents, passkey accuracy); L = 64 bytes; every difference paired over seeds.")
+    lines = table_head(intro)
     for paper in papers:
         lines += paper.context_extension_retrieval(study, record)
     return "\n".join(lines)

@@ -7,7 +7,7 @@ nats per byte on the split summary.csv names (the study reads the whole validati
 difference paired over seeds. The committed study has one seed: its rows show the difference
 without an interval and the shared rules keep their verdicts inconclusive (rules.verdict needs
 2 seeds). Its table: the gate line, then the papers' rows."""
-from poslab_analysis.claims.rules import combined_verdict, fmt, tally, verdict
+from poslab_analysis.claims.rules import combined_verdict, fmt, table_head, tally, verdict
 from poslab_analysis.claims.studies.context_extension import ce_gate_line, ce_loss
 from poslab_analysis.reading import study_files
 
@@ -52,13 +52,11 @@ def table(study_dir, papers, record=None):
     n_seeds = summary["train.seed"].nunique()
     seeds_text = (f"{n_seeds} seeds" if n_seeds != 1 else
                   "one seed, so no interval and every verdict inconclusive")
-    lines = [f"\n{ce_gate_line(summary)}. Loss in nats per byte on the {split} split (the paper: "
+    intro = (f"{ce_gate_line(summary)}. Loss in nats per byte on the {split} split (the paper: "
              "perplexity of LLaMA-7B on GovReport); L = 64 bytes, L' = 256, read at "
              f"{', '.join(str(n) for n in study.lengths)} bytes; {seeds_text}; every "
-             "difference paired over seeds.\n",
-             "| published claim | what the paper measured; what the verdict uses | measured | "
-             "rule | verdict |",
-             "|---|---|---|---|---|"]
+             "difference paired over seeds.")
+    lines = table_head(intro)
     for paper in papers:
         lines += paper.pose(study, record)
     return "\n".join(lines)
