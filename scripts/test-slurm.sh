@@ -365,6 +365,28 @@ exported_job_scripts() {
   fi
 }
 
+# submit_script_of EXPORT_OUTPUT: the submit.sh a staged export wrote, from its last
+# "submit with: 'DIR/submit.sh'" line (quotes removed).
+submit_script_of() {
+  local script
+  script=$(sed -n 's/^submit with: //p' "$1" | tail -n 1)
+  script=${script#\'}
+  echo "${script%\'}"
+}
+
+# submit_staged SUBMIT_SCRIPT OUTPUT_FILE: runs a staged export's submit.sh as a user would
+# (each stage's array waits for the stage before), writing what it prints to OUTPUT_FILE
+# and showing it on stderr; prints the job ids it submitted, one a line, in stage order.
+# Returns 1 if the script fails or submits no job.
+submit_staged() {
+  local script=$1 output=$2 ids
+  bash "$script" >"$output" 2>&1 || { cat "$output" >&2; echo "$script failed" >&2; return 1; }
+  cat "$output" >&2
+  ids=$(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$output")
+  [[ -n "$ids" ]] || { echo "$script submitted no job" >&2; return 1; }
+  echo "$ids"
+}
+
 # finished_runs RESULTS_DIR: how many runs have eval.json (a run's last file).
 finished_runs() {
   find "$1/runs" -mindepth 2 -maxdepth 2 -name eval.json | wc -l
@@ -437,15 +459,10 @@ scenario_export_matches_local() {
   if grep -q "^in [0-9]* stages" "$export_log"; then
     # A study with stages (from = "..."): its submit.sh submits every stage's arrays, each
     # waiting for the stage before (scenario 3 checks that order); run it as a user would.
-    local submit_script
-    submit_script=$(sed -n 's/^submit with: //p' "$export_log" | tail -n 1)
-    submit_script=${submit_script#\'}
-    submit_script=${submit_script%\'}
-    bash "$submit_script" >"$WORK/submit-1.txt" 2>&1 ||
-      { cat "$WORK/submit-1.txt"; echo "FAIL: $submit_script failed"; return 1; }
-    cat "$WORK/submit-1.txt"
-    mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-1.txt")
-    ((${#jobs[@]} > 0)) || { echo "FAIL: $submit_script submitted no job"; return 1; }
+    local ids
+    ids=$(submit_staged "$(submit_script_of "$export_log")" "$WORK/submit-1${1:-}.txt") ||
+      { echo "FAIL: the export's submit.sh"; return 1; }
+    mapfile -t jobs <<<"$ids"
   else
     mapfile -t scripts < <(exported_job_scripts "$export_log")
     ((${#scripts[@]} > 0)) || { echo "FAIL: no 'submit with:' line in the export's output"; return 1; }
@@ -529,7 +546,7 @@ scenario_cancel_reexport_resubmit() {
   local results="$WORK/results-2" local_results="$WORK/results-2-local"
   local only='*train.seed=21' steps=1500   # 4 runs of about 10 s each on an idle machine
   local args=(run "$STUDY" --smoke --only "$only" --set "train.steps=$steps")
-  local first second job job2 scripts=() dir log
+  local first second job job2 scripts=() log
 
   log "scenario 2: export, submit, summarize while running, re-export, cancel half, resubmit"
   "$POSLAB" "${args[@]}" --export slurm --array-throttle 1 --out "$results" >"$WORK/export-2a.txt" 2>&1 ||
@@ -663,15 +680,12 @@ type = "rope"
     { cat "$WORK/export-3.txt"; echo "FAIL: the export failed"; return 1; }
   cat "$WORK/export-3.txt"
   grep -q "in 2 stages" "$WORK/export-3.txt" || { echo "FAIL: the export has no second stage"; return 1; }
-  submit_script=$(sed -n 's/^submit with: //p' "$WORK/export-3.txt" | tail -n 1)
-  submit_script=${submit_script#\'}
-  submit_script=${submit_script%\'}
+  submit_script=$(submit_script_of "$WORK/export-3.txt")
   grep -q -- "--dependency=afterok:" "$submit_script" ||
     { cat "$submit_script"; echo "FAIL: submit.sh has no afterok dependency"; return 1; }
-  bash "$submit_script" >"$WORK/submit-3.txt" 2>&1 ||
-    { cat "$WORK/submit-3.txt"; echo "FAIL: submit.sh failed"; return 1; }
-  cat "$WORK/submit-3.txt"
-  mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-3.txt")
+  local ids
+  ids=$(submit_staged "$submit_script" "$WORK/submit-3.txt") || { echo "FAIL: submit.sh"; return 1; }
+  mapfile -t jobs <<<"$ids"
   ((${#jobs[@]} == 2)) || { echo "FAIL: expected 2 jobs (one per stage), got ${#jobs[@]}"; return 1; }
 
   # While stage 1 runs, stage 2 is held by its dependency on stage 1's array. (Right after
@@ -783,13 +797,10 @@ set = { "train.seq_len" = 16 }
 STUDY
   "$POSLAB" run "$study" --export slurm --out "$results" >"$WORK/export-4.txt" 2>&1 ||
     { cat "$WORK/export-4.txt"; echo "FAIL: the export failed"; return 1; }
-  submit_script=$(sed -n 's/^submit with: //p' "$WORK/export-4.txt" | tail -n 1)
-  submit_script=${submit_script#\'}
-  submit_script=${submit_script%\'}
-  bash "$submit_script" >"$WORK/submit-4.txt" 2>&1 ||
-    { cat "$WORK/submit-4.txt"; echo "FAIL: submit.sh failed"; return 1; }
-  cat "$WORK/submit-4.txt"
-  mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-4.txt")
+  submit_script=$(submit_script_of "$WORK/export-4.txt")
+  local ids
+  ids=$(submit_staged "$submit_script" "$WORK/submit-4.txt") || { echo "FAIL: submit.sh"; return 1; }
+  mapfile -t jobs <<<"$ids"
   ((${#jobs[@]} == 2)) || { echo "FAIL: expected 2 jobs (one per stage), got ${#jobs[@]}"; return 1; }
   for job in "${jobs[@]}"; do
     wait_for_job "$job" || { echo "FAIL: job $job is still in the queue after ${JOB_TIMEOUT}s"; return 1; }
@@ -830,18 +841,17 @@ scenario_racing_submissions() {
   for n in 1 2; do
     "$POSLAB" run "$study" --export slurm --out "$results" >"$WORK/export-5-$n.txt" 2>&1 ||
       { cat "$WORK/export-5-$n.txt"; echo "FAIL: export $n failed"; return 1; }
-    script=$(sed -n 's/^submit with: //p' "$WORK/export-5-$n.txt" | tail -n 1)
-    script=${script#\'}
-    submit_scripts+=("${script%\'}")
+    submit_scripts+=("$(submit_script_of "$WORK/export-5-$n.txt")")
   done
   [[ "${submit_scripts[0]}" != "${submit_scripts[1]}" ]] ||
     { echo "FAIL: the two exports share one submission directory"; return 1; }
+  local ids n=0
   for script in "${submit_scripts[@]}"; do
-    bash "$script" >>"$WORK/submit-5.txt" 2>&1 ||
-      { cat "$WORK/submit-5.txt"; echo "FAIL: $script failed"; return 1; }
+    n=$((n + 1))
+    ids=$(submit_staged "$script" "$WORK/submit-5-$n.txt") ||
+      { echo "FAIL: $script"; return 1; }
+    mapfile -t -O "${#jobs[@]}" jobs <<<"$ids"
   done
-  cat "$WORK/submit-5.txt"
-  mapfile -t jobs < <(sed -n 's/^Submitted batch job \([0-9]*\) .*/\1/p' "$WORK/submit-5.txt")
   ((${#jobs[@]} == 4)) || { echo "FAIL: expected 4 jobs (two stages, twice), got ${#jobs[@]}"; return 1; }
   for job in "${jobs[@]}"; do
     wait_for_job "$job" || { echo "FAIL: job $job did not finish in ${JOB_TIMEOUT}s"; return 1; }
