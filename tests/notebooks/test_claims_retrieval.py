@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "notebooks"))
 from poslab_analysis.claims import tables  # noqa: E402
 from poslab_analysis.claims.studies import context_extension_retrieval as cer  # noqa: E402
+from poslab_analysis.statistics import seeds  # noqa: E402
 
 SEEDS = (61, 62, 63)
 BIGRAM = 2.4
@@ -26,12 +27,13 @@ def planted_rows(variant, seed, losses, passkeys, sliding=None, main_len=L, fail
     """Summary rows of one run: losses {length: loss}, passkeys {length: exact match} (the same
     at every depth, plus a seed-dependent wiggle so that intervals have width)."""
     run = f"{variant},train.seed={seed}"
+    parent = "" if variant in ("rope64", "alibi64", "xpos64") else f"rope64,train.seed={seed}"
     wiggle = (seed - 62) * 0.01
     rows = []
 
     def row(kind, length, **extra):
         rows.append({"study": "context_extension_retrieval", "run": run, "train.seed": seed,
-                     "variant": variant, "kind": kind, "seq_len": length,
+                     "variant": variant, "parent": parent, "kind": kind, "seq_len": length,
                      "factor": length / main_len, "bigram_loss": BIGRAM,
                      "in_distribution_ok": "false" if fail_loss else "true", **extra})
     row("main", main_len, loss=losses[main_len] + wiggle)
@@ -46,12 +48,15 @@ def planted_rows(variant, seed, losses, passkeys, sliding=None, main_len=L, fail
     return rows
 
 
-def planted_study(directory, rope_passkey_at_l=1.0):
+def planted_study(directory, rope_passkey_at_l=1.0, failing_seed=None):
+    """rope64 retrieves at L with `rope_passkey_at_l` at every seed, except at `failing_seed`
+    (0.3, below the gate)."""
     rows = []
     lengths = (64, 128, 256, 512, 1024)
     for seed in SEEDS:
+        at_l = 0.3 if seed == failing_seed else rope_passkey_at_l
         rows += planted_rows("rope64", seed, dict(zip(lengths, (1.3, 1.9, 3.0, 3.6, 4.0))),
-                             {64: rope_passkey_at_l, 128: 0.0, 256: 0.0})
+                             {64: at_l, 128: 0.0, 256: 0.0})
         rows += planted_rows("alibi64", seed, dict(zip(lengths, (1.35, 1.34, 1.34, 1.34, 1.34))),
                              {64: 1.0}, sliding={64: 1.35, 1024: 1.30})
         rows += planted_rows("xpos64", seed, dict(zip(lengths, (1.31, 1.7, 2.5, 3.0, 3.3))),
@@ -92,9 +97,27 @@ class RetrievalTable(unittest.TestCase):
     def test_gate_drops_a_model_that_does_not_retrieve_and_its_children(self):
         table, study = self.table(rope_passkey_at_l=0.5)
         self.assertIn("rope64,train.seed=61 (passkey at L 0.49 < 0.9)", study.dropped)
-        self.assertTrue(any("ft_none,train.seed=61 (its rope64 parent" in d
-                            for d in study.dropped))
+        self.assertIn("ft_none,train.seed=61 (its parent rope64,train.seed=61 was dropped)",
+                      study.dropped)
         self.assertEqual(self.verdict_of(table, 1), "inconclusive")
+
+    def test_figures_and_summary_ci_apply_the_same_gate(self):
+        # summary_ci.csv (behind the figures and the docs' numbers) reads the study through
+        # study_files.read_summary, which applies the protocol's gate: rope64 at seed 61 does not
+        # retrieve, so it and its children drop out of the means; seeds 62 and 63 stay.
+        with tempfile.TemporaryDirectory() as tmp:
+            study = os.path.join(tmp, "context_extension_retrieval")
+            os.makedirs(study)
+            planted_study(study, failing_seed=61)
+            ci = pd.read_csv(seeds.write_summary_ci(study))
+        for variant in ("rope64", "zs_linear_s4", "ft_none"):
+            rows = ci[ci["variant"] == variant]
+            self.assertTrue((rows["n"] == 2).all(), variant)
+            self.assertTrue((rows["dropped"] == 1).all(), variant)
+        self.assertTrue((ci[ci["variant"] == "alibi64"]["n"] == 3).all())
+        passkey_at_l = ci[(ci["variant"] == "rope64") & (ci["kind"] == "passkey")
+                          & (ci["seq_len"] == L)]
+        self.assertTrue((passkey_at_l["passkey_greedy_exact_match_mean"] > 0.9).all())
 
     def test_verdicts_on_the_planted_study(self):
         table, _ = self.table()

@@ -265,11 +265,11 @@ def copy_distance_figure(copies, name="loss_by_copy_distance"):
         colour_of = dict(zip(colours["domain"], colours["range"]))
         rows = mean_rows(curves, "x", "loss", series)
         all_colours, dashes = dict(colour_of), {}
-        for name in names:
-            label = poslab_style.label(name) + ", no match"
-            reference = references[references[series] == name]
+        for curve in names:  # (not `name`: that is the figure's)
+            label = poslab_style.label(curve) + ", no match"
+            reference = references[references[series] == curve]
             rows += [dict(r, series=label) for r in mean_rows(reference, "x", "loss", series)]
-            all_colours[label] = colour_of[poslab_style.label(name)]
+            all_colours[label] = colour_of[poslab_style.label(curve)]
             dashes[label] = [4, 3]
         for label in colour_of:
             dashes[label] = [1, 0]

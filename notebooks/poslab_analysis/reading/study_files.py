@@ -13,6 +13,8 @@ import tomllib
 
 import pandas as pd
 
+from poslab_analysis.reading import protocol_gates
+
 
 class StudyFileError(ValueError):
     """A study's file that poslab cannot read, said in one line (the file and the problem)."""
@@ -64,7 +66,9 @@ def read_checked_summary(path):
 
 
 def read_summary(study_dir):
-    return pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    """STUDY/summary.csv with the protocol's gate applied (protocol_gates: in_distribution_ok
+    false for every run the study's protocol drops, beyond the runner's loss gate)."""
+    return protocol_gates.apply(pd.read_csv(os.path.join(study_dir, "summary.csv")))[0]
 
 
 def read_loss_by_position(study_dir):
@@ -131,8 +135,9 @@ def read_bootstrap(study_dir):
 
 
 def load(study_dir):
-    """summary.csv (one row per run and evaluation setting) and loss_by_position.csv, if any."""
-    summary = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    """summary.csv (one row per run and evaluation setting; the protocol's gate applied, as by
+    read_summary) and loss_by_position.csv, if any."""
+    summary = read_summary(study_dir)
     positions = None
     for name in ("loss_by_position.csv", "loss_by_position.csv.gz"):  # large ones are committed gzipped
         path = os.path.join(study_dir, name)

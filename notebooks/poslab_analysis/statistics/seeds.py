@@ -40,6 +40,8 @@ import os
 import numpy as np
 import pandas as pd
 
+from poslab_analysis.reading import study_files
+
 # t_{0.975, df} for df = 1..30; beyond that the normal quantile is close enough.
 _T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
          2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064,
@@ -190,7 +192,7 @@ def paired_difference(summary, metric, where_a, where_b, setting):
 
 def write_summary_ci(study_dir, ungated_tasks=NEGATIVE_CONTROLS):
     """Writes STUDY_DIR/summary_ci.csv from STUDY_DIR/summary.csv; returns its path."""
-    summary = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    summary = study_files.read_summary(study_dir)  # the protocol's gate applied
     table = aggregate(summary, ungated_tasks)
     path = os.path.join(study_dir, "summary_ci.csv")
     table.to_csv(path, index=False, float_format="%.6g")

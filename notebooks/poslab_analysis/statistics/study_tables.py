@@ -12,6 +12,7 @@ import os
 
 import pandas as pd
 
+from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds as poslab_stats
 
 
@@ -48,7 +49,7 @@ def by_task(s):
 
 
 def main(study_dir):
-    s = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+    s = study_files.read_summary(study_dir)  # the protocol's gate applied
     name = os.path.basename(os.path.normpath(study_dir))
     print(PLUS_MINUS + "\n")
     if name.startswith("shaw_clip"):

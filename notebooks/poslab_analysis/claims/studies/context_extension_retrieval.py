@@ -6,55 +6,21 @@ YaRN at s = 4 and 8; PI keeping the mix). Lengths in bytes; loss in nats per byt
 split; passkey = greedy exact match averaged over the five depths; every comparison paired by
 seed (a stage-2 run and its rope64 parent share the seed).
 
-The gate (the protocol's): a stage-1 run counts if its loss at L is below the bigram baseline
-and its passkey at L is >= 0.9; a stage-2 run counts if it passes the loss gate and its rope64
-parent passes both. Its table: the gate line, then the papers' rows."""
+The gate (the protocol's, reading/protocol_gates.py, which the figures and summary_ci.csv apply
+too): a stage-1 run counts if its loss at L is below the bigram baseline and its passkey at L is
+>= 0.9; a stage-2 run counts if it passes the loss gate and its rope64 parent passes both. Its table: the gate line, then the papers' rows."""
+import os
+
 import pandas as pd
 
 from poslab_analysis.claims.rules import ABOVE_ZERO, compare, fmt, table_head, tally
 from poslab_analysis.claims.studies import context_extension
-from poslab_analysis.reading import study_files
+from poslab_analysis.reading import protocol_gates, study_files
 from poslab_analysis.statistics import seeds
 
 TRAIN_LEN = 64        # L of every stage-1 model
 FINE_TUNE_LEN = 256   # the fine-tunes' segment (4L)
 WITHIN = 0.05         # nats/byte: "relatively well", "usable"
-PASSKEY_GATE = 0.9    # stage 1 must retrieve at L (mean over depths) to count
-STAGE1 = ("rope64", "alibi64", "xpos64")
-
-
-def mean_passkey(summary, length):
-    """Per run: greedy exact match at `length` bytes averaged over the depths (Series by run)."""
-    rows = summary[(summary["kind"] == "passkey") & (summary["seq_len"] == length)]
-    return rows.groupby("run")["passkey_greedy_exact_match"].mean()
-
-
-def gated_runs(summary):
-    """(the runs that count, the dropped runs with why) under the protocol's gate."""
-    main = summary[summary["kind"] == "main"].drop_duplicates("run")
-    loss_ok = dict(zip(main["run"], seeds.gate_passed(main)))
-    at_l = mean_passkey(summary, TRAIN_LEN)
-    kept, dropped = set(), []
-    stage1 = main[main["variant"].isin(STAGE1)]
-    for run in stage1["run"]:
-        passkey = at_l.get(run, float("nan"))
-        if not loss_ok[run]:
-            dropped.append(f"{run} (loss at L not below the bigram baseline)")
-        elif not passkey >= PASSKEY_GATE:
-            dropped.append(f"{run} (passkey at L {passkey:.2f} < {PASSKEY_GATE})")
-        else:
-            kept.add(run)
-    parent_ok = {seed for seed in main[main["run"].isin(kept) & (main["variant"] == "rope64")][
-        "train.seed"]}
-    for _, row in main[~main["variant"].isin(STAGE1)].iterrows():
-        if row["train.seed"] not in parent_ok:
-            dropped.append(f"{row['run']} (its rope64 parent was dropped)")
-        elif not loss_ok[row["run"]]:
-            dropped.append(f"{row['run']} (loss at its main evaluation not below the bigram "
-                           "baseline)")
-        else:
-            kept.add(row["run"])
-    return kept, dropped
 
 
 class Study:
@@ -63,9 +29,10 @@ class Study:
 
     def __init__(self, study_dir):
         self.dir = study_dir
-        self.summary = study_files.read_summary(study_dir)
+        raw = pd.read_csv(os.path.join(study_dir, "summary.csv"))
+        self.summary, self.dropped = protocol_gates.apply(raw)  # the protocol's gate
         self.by_position = study_files.read_loss_by_position(study_dir)
-        self.kept, self.dropped = gated_runs(self.summary)
+        self.kept = set(self.summary["run"][seeds.gate_passed(self.summary)])
         self.bigram = float(self.summary["bigram_loss"].iloc[0])
 
     def _rows(self, variant, kinds, length):
