@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include <sys/wait.h>
@@ -24,12 +25,10 @@ namespace poslab::testing {
 struct ScratchDirectory {
   enum Mode { kCreate, kNameOnly };
   std::filesystem::path path;
-  explicit ScratchDirectory(Mode mode = kCreate,
-                            const std::filesystem::path& base =
-                                std::filesystem::temp_directory_path()) {
+  explicit ScratchDirectory(Mode mode = kCreate, const std::filesystem::path& base =
+                                                     std::filesystem::temp_directory_path()) {
     static int counter = 0;
-    path = base /
-           ("poslab-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    path = base / ("poslab-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path);
     if (mode == kCreate) std::filesystem::create_directories(path);
   }
@@ -66,6 +65,35 @@ inline Outcome run_poslab(const std::string& args, const std::filesystem::path& 
                               shell_quote(out.string()) + " 2>" + shell_quote(err.string());
   const int status = std::system(command.c_str());
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
+}
+
+constexpr int kTinySeqLen = 8;  // the segment of train_tiny_corpus_run's runs
+
+// Trains a tiny model for 2 steps (width 16, feed-forward 32, segments of kTinySeqLen bytes,
+// batches of 2, one thread, one evaluation batch) on a corpus of `corpus_lines` short numbered
+// sentences written inside `dir`; returns the run directory, dir/run. `model_keys` adds keys to
+// [model] (e.g. "n_layers = 2\nn_heads = 8\n"), `tables` whole tables (e.g. "[encoding]\ntype =
+// ...").
+inline std::filesystem::path train_tiny_corpus_run(const std::filesystem::path& dir,
+                                                   const std::string& model_keys,
+                                                   const std::string& tables, int corpus_lines) {
+  std::ofstream corpus(dir / "corpus.txt");
+  for (int i = 0; i < corpus_lines; ++i)
+    corpus << "The quick brown fox " << i << " jumps over the lazy dog.\n";
+  corpus.close();
+  std::ofstream(dir / "tiny.toml")
+      << "[model]\nd_model = 16\nd_inner = 32\n"
+      << model_keys << "[data]\npath = '" << (dir / "corpus.txt").string() << "'\n"
+      << "[train]\nseq_len = " << kTinySeqLen
+      << "\nbatch_size = 2\nsteps = 2\nwarmup_steps = 1\nlog_every = 1\n"
+      << "threads = 1\n[eval]\nbatches = 1\n"
+      << tables;
+  const std::filesystem::path run = dir / "run";
+  const Outcome r = run_poslab("train --config " + shell_quote((dir / "tiny.toml").string()) +
+                               " --out " + shell_quote(run.string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  return run;
 }
 
 }  // namespace poslab::testing

@@ -15,8 +15,8 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
-#include <xtensor/xnpy.hpp>
 #include <xtensor/xarray.hpp>
+#include <xtensor/xnpy.hpp>
 
 #include "process_helpers.hpp"
 
@@ -31,25 +31,13 @@ constexpr int kTinyHeads = 2, kTinyLayers = 2;
 
 // Trains a tiny model for 2 steps on a tiny corpus inside `dir`; returns the run directory.
 fs::path train_tiny_run(const fs::path& dir, const std::string& encoding, int mem_len) {
-  std::ofstream corpus(dir / "corpus.txt");
-  for (int i = 0; i < 60; ++i)
-    corpus << "The quick brown fox " << i << " jumps over the lazy dog.\n";
-  corpus.close();
-  std::ofstream config(dir / "tiny.toml");
-  config << "[model]\nd_model = 16\nn_layers = " << kTinyLayers << "\nn_heads = " << kTinyHeads
-         << "\nd_inner = 32\n"
-         << "[encoding]\ntype = \"" << encoding << "\"\n"
-         << "[memory]\nmem_len = " << mem_len << "\n"
-         << "[data]\npath = '" << (dir / "corpus.txt").string() << "'\n"
-         << "[train]\nseq_len = 8\nbatch_size = 2\nsteps = 2\nwarmup_steps = 1\nlog_every = 1\n"
-         << "eval_batches = 1\nthreads = 1\n"
-         << "[eval]\nbatches = 1\n";
-  config.close();
-  const fs::path run = dir / "run";
-  const Outcome r = run_poslab("train --config " + shell_quote((dir / "tiny.toml").string()) +
-                               " --set train.steps=2 --out " + shell_quote(run.string()));
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
+  const fs::path run =
+      train_tiny_corpus_run(dir,
+                            "n_layers = " + std::to_string(kTinyLayers) +
+                                "\nn_heads = " + std::to_string(kTinyHeads) + "\n",
+                            "[encoding]\ntype = \"" + encoding +
+                                "\"\n[memory]\nmem_len = " + std::to_string(mem_len) + "\n",
+                            60);
   REQUIRE(fs::exists(run / "checkpoint" / "manifest.json"));
   return run;
 }
@@ -129,16 +117,17 @@ TEST_CASE("poslab attention dumps attention weights with and without memory", "[
 
   SECTION("a memory text shorter than mem_len: every byte of it is a key") {
     const fs::path out = dir.path / "short-memory";
-    const Outcome r = run_poslab("attention --run " + shell_quote(run.string()) + " --input " +
-                                 shell_quote(input) + " --mem-text ab --out " + shell_quote(out.string()));
+    const Outcome r =
+        run_poslab("attention --run " + shell_quote(run.string()) + " --input " +
+                   shell_quote(input) + " --mem-text ab --out " + shell_quote(out.string()));
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     check_dump(out, L, 2);
   }
 
   SECTION("a run that does not exist is an error") {
-    const Outcome r = run_poslab("attention --run " + shell_quote((dir.path / "nope").string()) +
-                                 " --input x");
+    const Outcome r =
+        run_poslab("attention --run " + shell_quote((dir.path / "nope").string()) + " --input x");
     CHECK(r.exit_code == 1);
     CHECK_THAT(r.err, Contains("poslab: error:"));
   }
@@ -148,9 +137,9 @@ TEST_CASE("poslab attention on a run without memory ignores --mem-text and says 
   ScratchDirectory dir;
   const fs::path run = train_tiny_run(dir.path, "shaw", 0);
   const fs::path out = dir.path / "attention";
-  const Outcome r = run_poslab("attention --run " + shell_quote(run.string()) +
-                               " --input 'lazy dog' --mem-text 'the quick' --out " +
-                               shell_quote(out.string()));
+  const Outcome r =
+      run_poslab("attention --run " + shell_quote(run.string()) +
+                 " --input 'lazy dog' --mem-text 'the quick' --out " + shell_quote(out.string()));
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   CHECK_THAT(r.out, Contains("no memory") && Contains("ignored"));

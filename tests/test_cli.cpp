@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 TEST_CASE("poslab --help lists the commands and exits 0", "[cli]") {
   const Outcome r = run_poslab("--help");
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("train") && Contains("eval") && Contains("bench") &&
-                        Contains("encodings"));
+  CHECK_THAT(r.out,
+             Contains("train") && Contains("eval") && Contains("bench") && Contains("encodings"));
   CHECK(r.err.empty());
 }
 
@@ -36,8 +36,8 @@ TEST_CASE("every command's --help says what it writes and gives an example", "[c
 TEST_CASE("poslab encodings lists every registered encoding, none included", "[cli]") {
   const Outcome r = run_poslab("encodings");
   CHECK(r.exit_code == 0);
-  CHECK_THAT(r.out, Contains("\nnone  (none)  Kazemnejad et al. 2023\n") &&
-                        Contains("options: none"));
+  CHECK_THAT(r.out,
+             Contains("\nnone  (none)  Kazemnejad et al. 2023\n") && Contains("options: none"));
 }
 
 TEST_CASE("usage errors exit 2", "[cli]") {
@@ -106,6 +106,13 @@ static fs::path write_tiny_config(const fs::path& dir, const std::string& extra)
   return config;
 }
 
+// Trains a tiny run (write_tiny_config's model with `extra`, 2 steps) into `run`; the config is
+// written beside it, in `run`'s parent directory.
+static Outcome train_tiny_run(const fs::path& run, const std::string& extra) {
+  const fs::path config = write_tiny_config(run.parent_path(), extra);
+  return run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'");
+}
+
 TEST_CASE("train never writes over a run: it refuses, or with --force moves the old one aside",
           "[cli]") {
   ScratchDirectory scratch;
@@ -114,17 +121,13 @@ TEST_CASE("train never writes over a run: it refuses, or with --force moves the 
   const std::string train =
       "train --config '" + config.string() + "' --out '" + out_dir.string() + "'";
   REQUIRE(run_poslab(train).exit_code == 0);
-  const std::string first_eval = [&] {
-    std::ifstream in(out_dir / "eval.json");
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  }();
+  const std::string first_eval = read_file(out_dir / "eval.json");
 
   const Outcome refused = run_poslab(train + " --set train.steps=3");
   CHECK(refused.exit_code == 1);
-  CHECK_THAT(refused.err, Contains(out_dir.string() + " already holds a finished run") &&
-                              Contains("--force"));
-  std::ifstream still(out_dir / "eval.json");
-  CHECK(std::string(std::istreambuf_iterator<char>(still), {}) == first_eval);  // untouched
+  CHECK_THAT(refused.err,
+             Contains(out_dir.string() + " already holds a finished run") && Contains("--force"));
+  CHECK(read_file(out_dir / "eval.json") == first_eval);  // untouched
 
   const Outcome forced = run_poslab(train + " --force");
   CHECK(forced.exit_code == 0);
@@ -143,15 +146,15 @@ TEST_CASE("eval --token-losses writes one loss per scored token, the same tokens
           "[cli]") {
   ScratchDirectory scratch;
   const fs::path run = scratch.path / "run";
-  const fs::path config = write_tiny_config(
-      scratch.path, "[encoding]\ntype = \"transformer_xl\"\n[memory]\nmem_len = 4\n"
-                    "[eval]\nbatches = 3\n");
-  REQUIRE(run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'")
+  REQUIRE(train_tiny_run(run,
+                         "[encoding]\ntype = \"transformer_xl\"\n[memory]\nmem_len = 4\n"
+                         "[eval]\nbatches = 3\n")
               .exit_code == 0);
   for (int memory : {0, 4, 16}) {
     const fs::path file = scratch.path / ("losses_M" + std::to_string(memory) + ".npy");
-    const Outcome r = run_poslab("eval --run '" + run.string() + "' --mem-len " +
-                                 std::to_string(memory) + " --token-losses '" + file.string() + "'");
+    const Outcome r =
+        run_poslab("eval --run '" + run.string() + "' --mem-len " + std::to_string(memory) +
+                   " --token-losses '" + file.string() + "'");
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
     CHECK_THAT(r.out, Contains("wrote " + file.string() + " (48 token losses, float32)"));
@@ -165,11 +168,8 @@ TEST_CASE("eval.stride adds sliding-window rows beside the chunked ones, without
           "[cli][sliding]") {
   ScratchDirectory scratch;
   const fs::path run = scratch.path / "run";
-  const fs::path config = write_tiny_config(
-      scratch.path, "[memory]\nmem_len = 4\n[eval]\nbatches = 2\nstride = 3\n"
-                    "length_factors = [2]\n");
-  const Outcome r =
-      run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'");
+  const Outcome r = train_tiny_run(
+      run, "[memory]\nmem_len = 4\n[eval]\nbatches = 2\nstride = 3\nlength_factors = [2]\n");
   INFO(r.out << r.err);
   REQUIRE(r.exit_code == 0);
   std::ifstream in(run / "eval.json");
@@ -200,9 +200,7 @@ TEST_CASE("eval.stride adds sliding-window rows beside the chunked ones, without
 TEST_CASE("eval never replaces an earlier evaluation made with other --set", "[cli]") {
   ScratchDirectory scratch;
   const fs::path run = scratch.path / "run";
-  const fs::path config = write_tiny_config(scratch.path, "[eval]\nbatches = 1\n");
-  REQUIRE(run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'")
-              .exit_code == 0);
+  REQUIRE(train_tiny_run(run, "[eval]\nbatches = 1\n").exit_code == 0);
   const std::string eval = "eval --run '" + run.string() + "'";
   const fs::path file = run / "eval_L8_M0.json";
   REQUIRE(run_poslab(eval).exit_code == 0);
@@ -222,8 +220,9 @@ TEST_CASE("eval never replaces an earlier evaluation made with other --set", "[c
     CHECK(json_of(file)["overrides"] == nlohmann::json::array());
   }
   SECTION("--passkey: the same rule for eval_passkey.json") {
-    const std::string grid = " --passkey --set 'eval.passkey_length_factors=[16]' "
-                             "--set eval.passkey_instances=2";
+    const std::string grid =
+        " --passkey --set 'eval.passkey_length_factors=[16]' "
+        "--set eval.passkey_instances=2";
     REQUIRE(run_poslab(eval + grid).exit_code == 0);
     const std::string cells = read_file(run / "eval_passkey.json");
     const Outcome r = run_poslab(eval + grid + " --set 'eval.passkey_depths=[0.5]'");
@@ -237,9 +236,7 @@ TEST_CASE("eval --passkey reads the passkey grid of a finished run, from its con
           "[cli][passkey]") {
   ScratchDirectory scratch;
   const fs::path run = scratch.path / "run";
-  const fs::path config = write_tiny_config(scratch.path, "[eval]\nbatches = 1\n");
-  REQUIRE(run_poslab("train --config '" + config.string() + "' --out '" + run.string() + "'")
-              .exit_code == 0);
+  REQUIRE(train_tiny_run(run, "[eval]\nbatches = 1\n").exit_code == 0);
   const std::string eval = "eval --run '" + run.string() + "' --passkey";
   SECTION("a run trained without a grid: the error says how to give one, nothing is written") {
     const Outcome r = run_poslab(eval);
@@ -249,9 +246,9 @@ TEST_CASE("eval --passkey reads the passkey grid of a finished run, from its con
     CHECK_FALSE(fs::exists(run / "eval_passkey.json"));
   }
   SECTION("the grid from --set: one row per (length, depth) cell") {
-    const Outcome r = run_poslab(eval + " --set 'eval.passkey_length_factors=[16]'" +
-                                 " --set 'eval.passkey_depths=[0.0, 1.0]'" +
-                                 " --set eval.passkey_instances=2");
+    const Outcome r =
+        run_poslab(eval + " --set 'eval.passkey_length_factors=[16]'" +
+                   " --set 'eval.passkey_depths=[0.0, 1.0]'" + " --set eval.passkey_instances=2");
     INFO(r.out << r.err);
     REQUIRE(r.exit_code == 0);
     std::ifstream in(run / "eval_passkey.json");

@@ -29,26 +29,15 @@ namespace {
 
 // 8 heads: ALiBi's steepest slope is 1/2, so at 8x (64 tokens) the oldest keys get weights near
 // e^-31, which a byte rounds to 0 (issue 33: such cells were drawn white, as if masked).
-constexpr int kExploreSeqLen = 8, kExploreHeads = 8, kExploreLayers = 2;
+constexpr int kExploreSeqLen = poslab::testing::kTinySeqLen, kExploreHeads = 8, kExploreLayers = 2;
 
 // A tiny ALiBi model trained for 2 steps on a tiny corpus inside `dir`.
 fs::path train_tiny_run(const fs::path& dir) {
-  std::ofstream corpus(dir / "corpus.txt");
-  for (int i = 0; i < 200; ++i) corpus << "The quick brown fox " << i << " jumps over the lazy dog.\n";
-  corpus.close();
-  std::ofstream config(dir / "tiny.toml");
-  config << "[model]\nd_model = 16\nn_layers = " << kExploreLayers << "\nn_heads = " << kExploreHeads
-         << "\nd_inner = 32\n[encoding]\ntype = \"alibi\"\n"
-         << "[data]\npath = \"" << (dir / "corpus.txt").string() << "\"\n"
-         << "[train]\nseq_len = " << kExploreSeqLen << "\nbatch_size = 2\nsteps = 2\nwarmup_steps = 1\n"
-         << "log_every = 1\nthreads = 1\n[eval]\nbatches = 1\n";
-  config.close();
-  const fs::path run = dir / "run";
-  const Outcome r = run_poslab("train --config " + shell_quote((dir / "tiny.toml").string()) +
-                               " --out " + shell_quote(run.string()));
-  INFO(r.out << r.err);
-  REQUIRE(r.exit_code == 0);
-  return run;
+  return poslab::testing::train_tiny_corpus_run(dir,
+                                                "n_layers = " + std::to_string(kExploreLayers) +
+                                                    "\nn_heads = " + std::to_string(kExploreHeads) +
+                                                    "\n",
+                                                "[encoding]\ntype = \"alibi\"\n", 200);
 }
 
 // The JSON inside "poslabExplore.add(KEY, {...});" or "window.POSLAB_EXPLORE = {...};".
@@ -78,7 +67,8 @@ std::vector<unsigned char> unbase64(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("poslab explore stores the attention weights of poslab attention, pooled", "[cli][explore]") {
+TEST_CASE("poslab explore stores the attention weights of poslab attention, pooled",
+          "[cli][explore]") {
   ScratchDirectory dir;
   const fs::path run = train_tiny_run(dir.path);
   // A text of 8 x 8 + 1 bytes: every factor fits (no memory).
@@ -118,13 +108,14 @@ TEST_CASE("poslab explore stores the attention weights of poslab attention, pool
 
     // `poslab attention` on the same L bytes: the same forward pass.
     const fs::path dump = dir.path / ("attention" + std::to_string(factor));
-    const Outcome a = run_poslab("attention --run " + shell_quote(run.string()) + " --input " +
-                                 shell_quote(text.substr(0, L)) + " --out " +
-                                 shell_quote(dump.string()));
+    const Outcome a =
+        run_poslab("attention --run " + shell_quote(run.string()) + " --input " +
+                   shell_quote(text.substr(0, L)) + " --out " + shell_quote(dump.string()));
     INFO(a.out << a.err);
     REQUIRE(a.exit_code == 0);
     for (int n = 0; n < kExploreLayers; ++n) {
-      const xt::xarray<float> p = xt::load_npy<float>((dump / ("layer" + std::to_string(n) + ".npy")).string());
+      const xt::xarray<float> p =
+          xt::load_npy<float>((dump / ("layer" + std::to_string(n) + ".npy")).string());
       for (int h = 0; h < kExploreHeads; ++h) {
         const std::vector<unsigned char> bytes = unbase64(data["maps"][n][h].get<std::string>());
         REQUIRE(bytes.size() == std::size_t(rows) * cols);
