@@ -61,7 +61,10 @@ def planted_study(directory, rope_passkey_at_l=1.0, failing_seed=None):
                              {64: 1.0}, sliding={64: 1.35, 1024: 1.30})
         rows += planted_rows("xpos64", seed, dict(zip(lengths, (1.31, 1.7, 2.5, 3.0, 3.3))),
                              {64: 1.0, 256: 0.0})
-        rows += planted_rows("zs_linear_s4", seed, {64: 1.6, 256: 2.2}, {256: 0.1})
+        # Zero-shot PI spoils the loss at L: the runner's gate fails it, the protocol's keeps it
+        # (a stage-2 run counts when its parent does).
+        rows += planted_rows("zs_linear_s4", seed, {64: 2.9, 256: 2.2}, {256: 0.1},
+                             fail_loss=True)
         rows += planted_rows("zs_ntk_s4", seed, {64: 1.35, 256: 1.8}, {256: 0.3})
         rows += planted_rows("zs_yarn_s4", seed, {64: 1.34, 256: 1.7}, {256: 0.4})
         rows += planted_rows("zs_dynamic_ntk_s1", seed,
@@ -93,6 +96,7 @@ class RetrievalTable(unittest.TestCase):
     def test_gate_keeps_retrieving_models(self):
         _, study = self.table()
         self.assertEqual(study.dropped, [])
+        self.assertIn("zs_linear_s4,train.seed=61", study.kept)  # its own loss failed
 
     def test_gate_drops_a_model_that_does_not_retrieve_and_its_children(self):
         table, study = self.table(rope_passkey_at_l=0.5)

@@ -1,14 +1,14 @@
-"""Gates that a study's protocol adds to the runner's.
+"""Gates of a study's protocol, in place of the runner's.
 
 The runner writes `in_distribution_ok` into summary.csv: false when a run's loss at its own
-training length is not below the test split's bigram baseline. A protocol may drop more: a
+training length is not below the test split's bigram baseline. A protocol may gate otherwise: a
 retrieval study compares extension methods only on models that *retrieve* at their training
 length, so its gate also asks for passkey retrieval there (experiments/
 context_extension_retrieval.protocol.md, "Gate"). Such a gate is registered here under the
 study's name, and `apply` turns it into the same column, so that every reader of summary.csv
 (the figures, summary_ci.csv, the report, the claims tables) drops the same runs:
 
-    summary, dropped = apply(summary)   # in_distribution_ok false for every dropped run;
+    summary, dropped = apply(summary)   # in_distribution_ok: the protocol's gate;
                                         # dropped: ["RUN (why)", ...], the protocol's list
 
 `study_files.read_summary` and `study_files.load` call it, so code that reads a study through
@@ -21,7 +21,10 @@ from dataclasses import dataclass
 class RetrievalGate:
     """A stage-1 run counts if the runner's loss gate passes and its passkey greedy exact match
     at `length` bytes, averaged over the depths, is at least `threshold`; a stage-2 run (one with
-    a parent) counts if its own loss gate passes and its parent counts."""
+    a parent) counts if its parent counts. The protocol's gate replaces the runner's for stage-2
+    runs: whether the model learned its task in distribution is its parent's property, and a
+    zero-shot read that spoils the loss at L (PI squeezes every pair) is a result, not an
+    undertrained model (the first study's settling run 6 learnt this)."""
     stage1: tuple      # the variants trained from scratch that the gate reads
     length: int        # their training length, bytes
     threshold: float   # passkey greedy exact match at `length`, mean over depths
@@ -43,8 +46,6 @@ class RetrievalGate:
         for _, row in main[~main["variant"].isin(self.stage1)].iterrows():
             if row["parent"] in why:
                 why[row["run"]] = f"its parent {row['parent']} was dropped"
-            elif not loss_ok[row["run"]]:
-                why[row["run"]] = "loss at its main evaluation not below the bigram baseline"
         return why
 
 
@@ -63,8 +64,9 @@ def gate_of(summary):
 
 
 def apply(summary):
-    """(summary with in_distribution_ok false for every run the protocol drops, ["RUN (why)"]).
-    A study without a registered gate comes back unchanged, with the runner's drops listed."""
+    """(summary whose in_distribution_ok is the protocol's gate: false exactly for the runs it
+    drops, ["RUN (why)"]). A study without a registered gate comes back unchanged, with the
+    runner's drops listed."""
     gate = gate_of(summary)
     if gate is None:
         if "in_distribution_ok" not in summary:
@@ -73,6 +75,5 @@ def apply(summary):
         return summary, [f"{run} (loss gate)" for run in dict.fromkeys(failed["run"])]
     why = gate.dropped(summary)
     summary = summary.copy()
-    summary["in_distribution_ok"] = summary["in_distribution_ok"].astype(object)
-    summary.loc[summary["run"].isin(why), "in_distribution_ok"] = False
+    summary["in_distribution_ok"] = ~summary["run"].isin(why)  # the protocol's gate, whole
     return summary, [f"{run} ({reason})" for run, reason in why.items()]

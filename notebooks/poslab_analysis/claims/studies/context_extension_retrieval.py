@@ -8,7 +8,9 @@ seed (a stage-2 run and its rope64 parent share the seed).
 
 The gate (the protocol's, reading/protocol_gates.py, which the figures and summary_ci.csv apply
 too): a stage-1 run counts if its loss at L is below the bigram baseline and its passkey at L is
->= 0.9; a stage-2 run counts if it passes the loss gate and its rope64 parent passes both. Its table: the gate line, then the papers' rows."""
+>= 0.9; a stage-2 run counts if its rope64 parent does (the protocol's text: stage-2 runs are
+dropped with their parent, not by their own loss). Its table: the gate line, then the papers'
+rows."""
 import os
 
 import pandas as pd
@@ -79,10 +81,18 @@ class Study:
 
 
 def gate_line(study):
-    n = study.summary["run"].nunique()
+    """How many runs, which the gate dropped and why; a dropped rope64 whose stage-2 runs are
+    not in the summary is said to have none run (protocol, amendment 1: they would be dropped)."""
+    s = study.summary
+    n = s["run"].nunique()
     dropped = study.dropped
+    parents = set(s["parent"].dropna().astype(str)) if "parent" in s else set()
+    childless = [d.split(" (")[0] for d in dropped
+                 if d.startswith("rope64,") and d.split(" (")[0] not in parents]
     return (f"{n} runs, gate dropped {len(dropped)}"
-            + (f" ({'; '.join(dropped)})" if dropped else ""))
+            + (f" ({'; '.join(dropped)})" if dropped else "")
+            + (f"; the stage-2 runs of {', '.join(childless)} were not run (they would be dropped; "
+               "protocol, amendment 1)" if childless else ""))
 
 
 def table(study_dir, papers, record=None):
