@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "notebooks"))
 from poslab_analysis.claims import tables  # noqa: E402
 from poslab_analysis.claims.studies import context_extension_retrieval as cer  # noqa: E402
+from poslab_analysis.reading import study_files  # noqa: E402
 from poslab_analysis.statistics import seeds  # noqa: E402
 
 SEEDS = (61, 62, 63)
@@ -105,7 +106,7 @@ class RetrievalTable(unittest.TestCase):
                       study.dropped)
         self.assertEqual(self.verdict_of(table, 1), "inconclusive")
 
-    def test_figures_and_summary_ci_apply_the_same_gate(self):
+    def test_figures_summary_ci_and_run_tables_apply_the_same_gate(self):
         # summary_ci.csv (behind the figures and the docs' numbers) reads the study through
         # study_files.read_summary, which applies the protocol's gate: rope64 at seed 61 does not
         # retrieve, so it and its children drop out of the means; seeds 62 and 63 stay.
@@ -114,6 +115,15 @@ class RetrievalTable(unittest.TestCase):
             os.makedirs(study)
             planted_study(study, failing_seed=61)
             ci = pd.read_csv(seeds.write_summary_ci(study))
+            # The tables per run beside summary.csv (copy distance, loss by position) too.
+            pd.DataFrame({"run": [f"{v},train.seed={seed}" for v in ("rope64", "ft_none")
+                                  for seed in SEEDS], "loss": 1.0}).to_csv(
+                os.path.join(study, "loss_by_copy_distance.csv"), index=False)
+            copies = study_files.read_loss_by_copy_distance(study)
+            self.assertEqual(sorted(copies["run"]), ["ft_none,train.seed=62",
+                                                     "ft_none,train.seed=63",
+                                                     "rope64,train.seed=62",
+                                                     "rope64,train.seed=63"])
         for variant in ("rope64", "zs_linear_s4", "ft_none"):
             rows = ci[ci["variant"] == variant]
             self.assertTrue((rows["n"] == 2).all(), variant)

@@ -71,24 +71,43 @@ def read_summary(study_dir):
     return protocol_gates.apply(pd.read_csv(os.path.join(study_dir, "summary.csv")))[0]
 
 
-def read_loss_by_position(study_dir):
-    """STUDY/loss_by_position.csv.gz (or the .csv), or None if the study has neither."""
-    path = os.path.join(study_dir, "loss_by_position.csv.gz")
+def protocol_dropped(study_dir):
+    """The runs the study's protocol gate drops (protocol_gates; none without a registered
+    gate): the tables per run beside summary.csv leave them out, as read_summary marks them."""
+    path = os.path.join(study_dir, "summary.csv")
     if not os.path.exists(path):
-        path = path[:-len(".gz")]
-    return pd.read_csv(path) if os.path.exists(path) else None
+        return set()
+    summary = pd.read_csv(path)
+    gate = protocol_gates.gate_of(summary)
+    return set(gate.dropped(summary)) if gate else set()
+
+
+def read_run_table(study_dir, *names):
+    """The first of STUDY/NAME that exists, without the runs the protocol's gate drops, or
+    None."""
+    for name in names:
+        path = os.path.join(study_dir, name)
+        if os.path.exists(path):
+            table = pd.read_csv(path)
+            dropped = protocol_dropped(study_dir)
+            return table[~table["run"].isin(dropped)] if dropped else table
+    return None
+
+
+def read_loss_by_position(study_dir):
+    """STUDY/loss_by_position.csv.gz (or the .csv), or None if the study has neither (the
+    protocol's gate applied, as to every table per run)."""
+    return read_run_table(study_dir, "loss_by_position.csv.gz", "loss_by_position.csv")
 
 
 def read_loss_by_copy_distance(study_dir):
     """STUDY/loss_by_copy_distance.csv (eval.copy_distance), or None if the study has none."""
-    path = os.path.join(study_dir, "loss_by_copy_distance.csv")
-    return pd.read_csv(path) if os.path.exists(path) else None
+    return read_run_table(study_dir, "loss_by_copy_distance.csv")
 
 
 def read_loss_by_stream_position(study_dir):
     """STUDY/loss_by_stream_position.csv (eval.stream_length), or None if the study has none."""
-    path = os.path.join(study_dir, "loss_by_stream_position.csv")
-    return pd.read_csv(path) if os.path.exists(path) else None
+    return read_run_table(study_dir, "loss_by_stream_position.csv")
 
 
 def sibling_dir(study_dir, name, family):
@@ -138,12 +157,8 @@ def load(study_dir):
     """summary.csv (one row per run and evaluation setting; the protocol's gate applied, as by
     read_summary) and loss_by_position.csv, if any."""
     summary = read_summary(study_dir)
-    positions = None
-    for name in ("loss_by_position.csv", "loss_by_position.csv.gz"):  # large ones are committed gzipped
-        path = os.path.join(study_dir, name)
-        if os.path.exists(path):
-            positions = pd.read_csv(path)
-            break
+    # large ones are committed gzipped
+    positions = read_run_table(study_dir, "loss_by_position.csv", "loss_by_position.csv.gz")
     return summary, positions
 
 
