@@ -45,6 +45,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import claims  # noqa: E402
 from poslab_analysis.figures import charts_backend  # noqa: E402
 from poslab_analysis.figures.charts import finite  # noqa: E402
+from poslab_analysis.reading import protocol_gates  # noqa: E402
 from poslab_analysis.reading.study_files import StudyFileError, read_checked_summary  # noqa: E402,E501
 from poslab_analysis.statistics import study_tables  # noqa: E402
 
@@ -181,7 +182,8 @@ def run_table(study_dir, summary, planned):
 
 
 def build(study_dir, out_dir, planned):
-    summary = read_summary(os.path.join(study_dir, "summary.csv"))
+    # the protocol's gate, as the claims table and the figures apply it
+    summary = protocol_gates.apply(read_summary(os.path.join(study_dir, "summary.csv")))[0]
     name = os.path.basename(os.path.normpath(study_dir))
     study_name = str(summary["study"].iloc[0]) if "study" in summary and len(summary) else name
 

@@ -24,7 +24,8 @@ BIGRAM = 2.4
 L = 64
 
 
-def planted_rows(variant, seed, losses, passkeys, sliding=None, main_len=L, fail_loss=False):
+def planted_rows(variant, seed, losses, passkeys, sliding=None, main_len=L, fail_loss=False,
+                 depths=(0, 0.25, 0.5, 0.75, 1)):
     """Summary rows of one run: losses {length: loss}, passkeys {length: exact match} (the same
     at every depth, plus a seed-dependent wiggle so that intervals have width)."""
     run = f"{variant},train.seed={seed}"
@@ -43,21 +44,22 @@ def planted_rows(variant, seed, losses, passkeys, sliding=None, main_len=L, fail
     for length, loss in (sliding or {}).items():
         row("length_sliding", length, loss=loss + wiggle)
     for length, p in passkeys.items():
-        for depth in (0, 0.25, 0.5, 0.75, 1):
+        for depth in depths:
             row("passkey", length, passkey_depth=depth,
                 passkey_greedy_exact_match=min(1.0, max(0.0, p + wiggle / 2)))
     return rows
 
 
-def planted_study(directory, rope_passkey_at_l=1.0, failing_seed=None):
+def planted_study(directory, rope_passkey_at_l=1.0, failing_seed=None, one_depth_seed=None):
     """rope64 retrieves at L with `rope_passkey_at_l` at every seed, except at `failing_seed`
-    (0.3, below the gate)."""
+    (0.3, below the gate); at `one_depth_seed` its passkey is read at depth 0.5 only."""
     rows = []
     lengths = (64, 128, 256, 512, 1024)
     for seed in SEEDS:
         at_l = 0.3 if seed == failing_seed else rope_passkey_at_l
         rows += planted_rows("rope64", seed, dict(zip(lengths, (1.3, 1.9, 3.0, 3.6, 4.0))),
-                             {64: at_l, 128: 0.0, 256: 0.0})
+                             {64: at_l, 128: 0.0, 256: 0.0},
+                             **({"depths": (0.5,)} if seed == one_depth_seed else {}))
         rows += planted_rows("alibi64", seed, dict(zip(lengths, (1.35, 1.34, 1.34, 1.34, 1.34))),
                              {64: 1.0}, sliding={64: 1.35, 1024: 1.30})
         rows += planted_rows("xpos64", seed, dict(zip(lengths, (1.31, 1.7, 2.5, 3.0, 3.3))),
@@ -105,6 +107,11 @@ class RetrievalTable(unittest.TestCase):
         self.assertIn("ft_none,train.seed=61 (its parent rope64,train.seed=61 was dropped)",
                       study.dropped)
         self.assertEqual(self.verdict_of(table, 1), "inconclusive")
+
+    def test_gate_needs_every_depth(self):
+        # A mean over fewer depths than the protocol's five is not the gate's statistic.
+        _, study = self.table(one_depth_seed=62)
+        self.assertIn("rope64,train.seed=62 (passkey at L read at 1 of 5 depths)", study.dropped)
 
     def test_figures_summary_ci_and_run_tables_apply_the_same_gate(self):
         # summary_ci.csv (behind the figures and the docs' numbers) reads the study through

@@ -68,18 +68,21 @@ def read_checked_summary(path):
 def read_summary(study_dir):
     """STUDY/summary.csv with the protocol's gate applied (protocol_gates: in_distribution_ok
     false for every run the study's protocol drops, beyond the runner's loss gate)."""
-    return protocol_gates.apply(pd.read_csv(os.path.join(study_dir, "summary.csv")))[0]
+    return read_gated_summary(study_dir)[0]
+
+
+def read_gated_summary(study_dir):
+    """(read_summary's table, {run: why} of the runs the protocol's gate drops; empty for a
+    study without a registered gate)."""
+    return protocol_gates.apply(pd.read_csv(os.path.join(study_dir, "summary.csv")))
 
 
 def protocol_dropped(study_dir):
-    """The runs the study's protocol gate drops (protocol_gates; none without a registered
-    gate): the tables per run beside summary.csv leave them out, as read_summary marks them."""
-    path = os.path.join(study_dir, "summary.csv")
-    if not os.path.exists(path):
+    """The runs the study's protocol gate drops: the tables per run beside summary.csv leave
+    them out, as read_summary marks them."""
+    if not os.path.exists(os.path.join(study_dir, "summary.csv")):
         return set()
-    summary = pd.read_csv(path)
-    gate = protocol_gates.gate_of(summary)
-    return set(gate.dropped(summary)) if gate else set()
+    return set(read_gated_summary(study_dir)[1])
 
 
 def read_run_table(study_dir, *names):
@@ -156,10 +159,7 @@ def read_bootstrap(study_dir):
 def load(study_dir):
     """summary.csv (one row per run and evaluation setting; the protocol's gate applied, as by
     read_summary) and loss_by_position.csv, if any."""
-    summary = read_summary(study_dir)
-    # large ones are committed gzipped
-    positions = read_run_table(study_dir, "loss_by_position.csv", "loss_by_position.csv.gz")
-    return summary, positions
+    return read_summary(study_dir), read_loss_by_position(study_dir)
 
 
 def variant_table(study_dir):

@@ -11,13 +11,12 @@ too): a stage-1 run counts if its loss at L is below the bigram baseline and its
 >= 0.9; a stage-2 run counts if its rope64 parent does (the protocol's text: stage-2 runs are
 dropped with their parent, not by their own loss). Its table: the gate line, then the papers'
 rows."""
-import os
 
 import pandas as pd
 
 from poslab_analysis.claims.rules import ABOVE_ZERO, compare, fmt, table_head, tally
 from poslab_analysis.claims.studies import context_extension
-from poslab_analysis.reading import protocol_gates, study_files
+from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds
 
 TRAIN_LEN = 64        # L of every stage-1 model
@@ -31,8 +30,8 @@ class Study:
 
     def __init__(self, study_dir):
         self.dir = study_dir
-        raw = pd.read_csv(os.path.join(study_dir, "summary.csv"))
-        self.summary, self.dropped = protocol_gates.apply(raw)  # the protocol's gate
+        self.summary, self.why = study_files.read_gated_summary(study_dir)  # the protocol's
+        self.dropped = [f"{run} ({why})" for run, why in self.why.items()]  # gate, its drops
         self.by_position = study_files.read_loss_by_position(study_dir)
         self.kept = set(self.summary["run"][seeds.gate_passed(self.summary)])
         self.bigram = float(self.summary["bigram_loss"].iloc[0])
@@ -87,8 +86,7 @@ def gate_line(study):
     n = s["run"].nunique()
     dropped = study.dropped
     parents = set(s["parent"].dropna().astype(str)) if "parent" in s else set()
-    childless = [d.split(" (")[0] for d in dropped
-                 if d.startswith("rope64,") and d.split(" (")[0] not in parents]
+    childless = [run for run in study.why if run.startswith("rope64,") and run not in parents]
     return (f"{n} runs, gate dropped {len(dropped)}"
             + (f" ({'; '.join(dropped)})" if dropped else "")
             + (f"; the stage-2 runs of {', '.join(childless)} were not run (they would be dropped; "
