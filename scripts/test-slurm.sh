@@ -366,10 +366,11 @@ exported_job_scripts() {
 }
 
 # submit_script_of EXPORT_OUTPUT: the submit.sh a staged export wrote, from its last
-# "submit with: 'DIR/submit.sh'" line (quotes removed).
+# "submit with: 'DIR/submit.sh'" line (quotes removed); returns 1 if there is none.
 submit_script_of() {
   local script
   script=$(sed -n 's/^submit with: //p' "$1" | tail -n 1)
+  [[ -n "$script" ]] || { echo "$1 has no 'submit with:' line" >&2; return 1; }
   script=${script#\'}
   echo "${script%\'}"
 }
@@ -680,7 +681,7 @@ type = "rope"
     { cat "$WORK/export-3.txt"; echo "FAIL: the export failed"; return 1; }
   cat "$WORK/export-3.txt"
   grep -q "in 2 stages" "$WORK/export-3.txt" || { echo "FAIL: the export has no second stage"; return 1; }
-  submit_script=$(submit_script_of "$WORK/export-3.txt")
+  submit_script=$(submit_script_of "$WORK/export-3.txt") || { echo "FAIL: no submit.sh"; return 1; }
   grep -q -- "--dependency=afterok:" "$submit_script" ||
     { cat "$submit_script"; echo "FAIL: submit.sh has no afterok dependency"; return 1; }
   local ids
@@ -797,7 +798,7 @@ set = { "train.seq_len" = 16 }
 STUDY
   "$POSLAB" run "$study" --export slurm --out "$results" >"$WORK/export-4.txt" 2>&1 ||
     { cat "$WORK/export-4.txt"; echo "FAIL: the export failed"; return 1; }
-  submit_script=$(submit_script_of "$WORK/export-4.txt")
+  submit_script=$(submit_script_of "$WORK/export-4.txt") || { echo "FAIL: no submit.sh"; return 1; }
   local ids
   ids=$(submit_staged "$submit_script" "$WORK/submit-4.txt") || { echo "FAIL: submit.sh"; return 1; }
   mapfile -t jobs <<<"$ids"
@@ -834,7 +835,7 @@ STUDY
 # must be done, each trained exactly once, and at least one task must have waited.
 scenario_racing_submissions() {
   local results="$WORK/results-5" study="$WORK/stages-racing.toml" submit_scripts=() jobs=()
-  local script job states bad log trained
+  local script job states bad log trained ids n
   log "scenario 5: two submissions of one two-stage study racing; no stage 2 may be cancelled"
   two_stage_study racing 3000 '[sweep]
 "train.seed" = [51]' '"train.seq_len" = 16, "train.steps" = 1500' >"$study"
@@ -845,7 +846,7 @@ scenario_racing_submissions() {
   done
   [[ "${submit_scripts[0]}" != "${submit_scripts[1]}" ]] ||
     { echo "FAIL: the two exports share one submission directory"; return 1; }
-  local ids n=0
+  n=0
   for script in "${submit_scripts[@]}"; do
     n=$((n + 1))
     ids=$(submit_staged "$script" "$WORK/submit-5-$n.txt") ||
