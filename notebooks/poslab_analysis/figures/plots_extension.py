@@ -121,7 +121,7 @@ def loss_vs_length(summary, info, out_dir, name="extension_loss_vs_length"):
     """Loss against the evaluation length in bytes, three panels on one y scale."""
     curves = summary[summary["kind"] == "length"]
     groups, parent = length_panels(summary, info)
-    fig, axes = plots.panels([t for t, _, _ in groups], width=4.4, height=3.6)
+    fig, axes = plots.panels([t for t, _, _ in groups], width=4.4, height=4.6)
     for ax, (title, members, from_scratch) in zip(axes, groups):
         for label, rows, style in length_curves(summary, info, members, parent, from_scratch):
             plots.mean_band(ax, rows, "seq_len", "loss", label, **style)
