@@ -312,6 +312,8 @@ def position_setup(summary, positions, info):
     parent = info.loc[zero[0], "parent"]
     train_len = int(info.loc[parent, "seq_len"])
     rows = positions[positions["kind"] == "length"]
+    if not rows["variant"].isin(zero).any():  # every zero-shot read gated out (a smoke study)
+        return None
     longest = int(rows[rows["variant"].isin(zero)]["seq_len"].max())
     rows = rows[rows["seq_len"] == longest]
     zero = [v for v in zero if (rows["variant"] == v).any()]
