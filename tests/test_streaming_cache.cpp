@@ -246,3 +246,45 @@ TEST_CASE("streaming cache: bad keys are refused, naming the key, file and line"
   CHECK_THAT(config_error(head + "stream_modes = [\"sinks\", \"full\"]\n"),
              Catch::Contains("eval.stream_modes[1]"));
 }
+
+TEST_CASE("streaming cache: memory mode is Transformer-XL's segment recurrence", "[stream]") {
+  // Memory, by definition: segments of `dense_segment` tokens starting at t0 = 0, P, 2P, ...;
+  // input token t of the segment at t0 attends to the M' = min(t0, M) tokens before t0 (the
+  // memory, M = S + R) and to t0..t. One layer: a fresh pass over those tokens computes the same
+  // loss. Segments of one token: every token sees the last M tokens and itself, which is the
+  // window mode (S = 0) at text positions, with any number of layers.
+  const int S = 2, R = 3, M = S + R, P = 6, T = 40;
+  const auto tokens = random_tokens(T, 256, 23);
+  for (const std::string encoding : {"rope", "alibi", "transformer_xl"}) {
+    INFO(encoding);
+    const auto one_owned = tiny_model(encoding, 1);
+    TransformerLM<float>& one = *one_owned;
+    const StreamResult memory = evaluate_stream_cache(
+        one, tokens, StreamMode::memory, {.sinks = S, .recent = R, .dense_segment = P});
+    REQUIRE(memory.first_target == M + 1);
+    REQUIRE(memory.tokens == T - (M + 1));
+    for (long k = 0; k < memory.tokens; ++k) {
+      const int t = int(memory.first_target + k) - 1;  // the input predicting target t + 1
+      const int t0 = t / P * P, from = t0 - std::min(t0, M);
+      std::vector<int> ids(std::size_t(t - from + 1));
+      std::iota(ids.begin(), ids.end(), from);
+      INFO("target " << t + 1);
+      CHECK(memory.token_losses[k] ==
+            Approx(fresh_loss(one, tokens, ids, range(from, t + 1))).epsilon(1e-4));
+    }
+
+    const auto two_owned = tiny_model(encoding, 2);
+    TransformerLM<float>& two = *two_owned;
+    const StreamOptions by_token{.sinks = S, .recent = R, .positions = StreamPositions::text,
+                                 .dense_segment = 1};
+    const StreamResult memory1 = evaluate_stream_cache(two, tokens, StreamMode::memory, by_token);
+    const StreamResult window = evaluate_stream_cache(two, tokens, StreamMode::window, by_token);
+    REQUIRE(memory1.tokens == window.tokens);
+    for (long k = 0; k < window.tokens; ++k)
+      CHECK(memory1.token_losses[k] == Approx(window.token_losses[k]).epsilon(1e-5));
+    // Longer segments see more: the loss must change (this comparison can fail).
+    const StreamResult memory6 = evaluate_stream_cache(
+        two, tokens, StreamMode::memory, {.sinks = S, .recent = R, .dense_segment = P});
+    CHECK(memory6.loss != Approx(window.loss).epsilon(1e-3));
+  }
+}

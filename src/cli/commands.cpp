@@ -187,9 +187,10 @@ std::vector<nlohmann::json> evaluate_stream_rows(TransformerLM<float>& model, co
     const int S = mode == StreamMode::sinks ? options.sinks : 0;
     const int kept = mode == StreamMode::dense ? cfg.eval.stream_length - 1  // no eviction
                                                : options.sinks + options.recent;  // S + R
-    const std::string positions = mode == StreamMode::dense       ? "text"
-                                  : mode == StreamMode::recompute ? "cache"
-                                                                  : cfg.eval.stream_positions;
+    const std::string positions =
+        mode == StreamMode::dense || mode == StreamMode::memory ? "text"
+        : mode == StreamMode::recompute                         ? "cache"
+                                                                : cfg.eval.stream_positions;
     nlohmann::json row = {{"kind", "stream_" + name},
                           {"factor", 1.0},
                           {"seq_len", cfg.eval.stream_length},

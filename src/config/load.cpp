@@ -451,7 +451,7 @@ const std::vector<Field>& schema() {
       KEY(eval, stream_sinks, at_least(0)),
       KEY(eval, stream_recent, at_least(0)),  // 0 = train.seq_len - 1 - stream_sinks
       KEY(eval, stream_positions, one_of({"cache", "text"})),
-      STRINGS_KEY(eval, stream_modes, one_of({"sinks", "window", "recompute", "dense"})),
+      STRINGS_KEY(eval, stream_modes, one_of({"sinks", "window", "recompute", "dense", "memory"})),
   };
   return fields;
 }
@@ -849,7 +849,7 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
                "first S + R + 1, so the stream must be longer than S + R + 1 bytes");
     if (e.stream_modes.empty())
       fail(blame({"eval.stream_modes"}),
-           "eval.stream_modes is empty: name at least one of sinks, window, recompute, dense");
+           "eval.stream_modes is empty: name at least one of sinks, window, recompute, dense, memory");
   }
   // That every instance fits its length is the rule of task "lm" (tasks/lm.cpp).
   // The rules of the chosen encoding and task (learned's max_len covers the evaluated lengths,

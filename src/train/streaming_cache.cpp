@@ -94,6 +94,33 @@ StreamResult read_dense(TransformerLM<float>& model, const std::vector<std::int3
   return r;
 }
 
+// memory: Transformer-XL's segment recurrence (Dai et al. 2019, section 3.2; the state reuse of
+// the state-reuse study): segments of `segment` tokens, each attending to itself (causally) and to
+// the cached layer inputs of the `memory` tokens before it, h~_tau = [SG(h_{tau-1}) o h_tau].
+// The memory keeps its last `memory` rows after each segment. Positions are text positions (a
+// relative encoding sees only i - j): keys t0 - M' .. t0 + len - 1 for M' cached rows.
+StreamResult read_with_memory(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
+                              int segment, int memory, long first_target) {
+  const auto T = static_cast<std::int64_t>(tokens.size());
+  StreamResult r;
+  r.first_target = first_target;
+  const auto start = Clock::now();
+  PassState state(model, memory, /*sinks=*/0);
+  std::vector<std::int64_t> pos;
+  for (std::int64_t t0 = 0; t0 + 1 < T; t0 += segment) {
+    const int len = int(std::min<std::int64_t>(segment, T - 1 - t0));  // inputs t0 .. t0+len-1
+    const auto cached = std::int64_t(model.memory_rows());             // M' = min(t0, memory)
+    pos.resize(std::size_t(cached + len));  // keys [M' + len]: memory, then the segment
+    std::iota(pos.begin(), pos.end(), t0 - cached);
+    model.forward(&tokens[std::size_t(t0)], &tokens[std::size_t(t0 + 1)], nullptr, 1, len, 0,
+                  /*update_memory=*/true, pos.data());
+    for (int i = 0; i < len; ++i)  // target t0 + i + 1
+      if (t0 + i + 1 >= first_target) r.token_losses.push_back(model.token_loss().data()[i]);
+  }
+  r.seconds = seconds_since(start);
+  return r;
+}
+
 // recompute: windows of A = S + R + 1 tokens moving by 1 (train/sliding_window.hpp); window s
 // scores target tokens[s + A], so the targets start at A.
 StreamResult read_recomputing(TransformerLM<float>& model,
@@ -126,9 +153,9 @@ StreamPositions stream_positions_from_name(const std::string& name) {
 
 StreamMode stream_mode_from_name(const std::string& name) {
   for (StreamMode m : {StreamMode::sinks, StreamMode::window, StreamMode::recompute,
-                       StreamMode::dense})
+                       StreamMode::dense, StreamMode::memory})
     if (stream_mode_name(m) == name) return m;
-  throw std::invalid_argument("stream mode must be sinks, window, recompute or dense, got '" +
+  throw std::invalid_argument("stream mode must be sinks, window, recompute, dense or memory, got '" +
                               name + "'");
 }
 
@@ -138,6 +165,7 @@ std::string stream_mode_name(StreamMode mode) {
     case StreamMode::window: return "window";
     case StreamMode::recompute: return "recompute";
     case StreamMode::dense: return "dense";
+    case StreamMode::memory: return "memory";
   }
   return "";
 }
@@ -178,6 +206,9 @@ StreamResult evaluate_stream_cache(TransformerLM<float>& model,
     case StreamMode::window: r = read_with_cache(model, tokens, 0, S + R, o.positions, first); break;
     case StreamMode::recompute: r = read_recomputing(model, tokens, S + R + 1, o.batch, first); break;
     case StreamMode::dense: r = read_dense(model, tokens, o.dense_segment, first); break;
+    case StreamMode::memory:
+      r = read_with_memory(model, tokens, o.dense_segment, S + R, first);
+      break;
   }
   r.tokens = long(r.token_losses.size());
   double sum = 0;

@@ -41,6 +41,10 @@
 //   dense      everything before the token in view (no eviction), at text positions: segments
 //              of `dense_segment` tokens with a memory of the whole stream read so far, which
 //              gives every token the same keys as reading token by token with an unbounded cache.
+//   memory     Transformer-XL's state reuse: segments of `dense_segment` tokens, each reading the
+//              cached states of the S + R tokens before it (the memory M = S + R) at text
+//              positions. A token sees between M and M + segment - 1 earlier tokens; evicted
+//              tokens still reach it through the deeper layers' cached states, as in recompute.
 //
 // Scored targets: tokens[first_target .. T-1]. The evaluation plan uses first_target = S + R + 1,
 // the first prediction made with a full cache (before it the four modes see the same keys).
@@ -55,7 +59,7 @@
 namespace poslab {
 
 enum class StreamPositions { cache, text };
-enum class StreamMode { sinks, window, recompute, dense };
+enum class StreamMode { sinks, window, recompute, dense, memory };
 
 StreamPositions stream_positions_from_name(const std::string& name);  // "cache" | "text"
 StreamMode stream_mode_from_name(const std::string& name);  // "sinks" | "window" | ...
@@ -66,7 +70,7 @@ struct StreamOptions {
   int recent = 60;  // R >= 1
   StreamPositions positions = StreamPositions::cache;
   long first_target = 0;   // score targets tokens[first_target ..]; 0 = S + R + 1
-  int dense_segment = 64;  // dense: tokens per forward pass
+  int dense_segment = 64;  // dense, memory: tokens per forward pass
   int batch = 16;          // recompute: windows per forward pass
 };
 

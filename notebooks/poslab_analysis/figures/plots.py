@@ -512,7 +512,8 @@ def loss_by_copy_distance(copies, out_dir, figure_name="loss_by_copy_distance"):
     return save(fig, out_dir, figure_name)
 
 
-STREAM_MODES = ("stream_sinks", "stream_window", "stream_recompute", "stream_dense")
+STREAM_MODES = ("stream_sinks", "stream_window", "stream_recompute", "stream_memory",
+                "stream_dense")
 
 
 def stream_panels(streams):
@@ -544,6 +545,7 @@ def stream_panels(streams):
         mode = kind[len("stream_"):] if kind.startswith("stream_") else kind
         cache = ("everything in view" if mode == "dense"
                  else f"windows of {int(recent) + 1}" if mode == "recompute"
+                 else f"memory of {int(recent)}" if mode == "memory"
                  else f"{int(sinks)} sinks + {int(recent)} recent")
         out.append((f"{mode}: {cache}, {positions} positions", series_column(sub), sub))
     return out
