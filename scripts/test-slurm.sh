@@ -399,7 +399,8 @@ compare_summaries() {
   /usr/bin/python3 - "$1" "$2" <<'EOF'
 import csv, sys
 
-IGNORED = {"commit", "train_tokens_per_second", "train_seconds", "peak_memory_mb"}
+IGNORED = {"commit", "train_tokens_per_second", "train_seconds", "peak_memory_mb",
+           "tokens_per_second"}
 KEY = ["run", "kind", "factor", "seq_len", "mem_len", "split"]
 
 def read(path):

@@ -382,15 +382,15 @@ TEST_CASE("the summary has one row per run and evaluation setting", "[runner]") 
   REQUIRE(summary.size() == 4);
   CHECK(summary[0] ==
         "study,run,train.seed,kind,factor,seq_len,mem_len,split,loss,accuracy,exact_match,"
-        "exact_match_ci_low,exact_match_ci_high,instances,tokens,peak_memory_mb,"
+        "exact_match_ci_low,exact_match_ci_high,instances,tokens,peak_memory_mb,tokens_per_second,"
         "in_distribution_ok,unigram_loss,bigram_loss,train_loss,train_tokens_per_second,"
         "train_seconds,commit");
   // A setting's own columns, then the run's: its gate and, from its provenance, its commit.
-  CHECK(summary[1] == "two,train.seed=1,1,main,1,8,0,valid,2,0.5,,,,,64,,true,,,2.5,1000,1.5,abc123");
+  CHECK(summary[1] == "two,train.seed=1,1,main,1,8,0,valid,2,0.5,,,,,64,,,true,,,2.5,1000,1.5,abc123");
   CHECK(summary[2] ==
-        "two,train.seed=1,1,length,2,16,0,valid,2.25,0.4,0.125,0.0625,0.25,8,128,,true,,,2.5,1000,"
+        "two,train.seed=1,1,length,2,16,0,valid,2.25,0.4,0.125,0.0625,0.25,8,128,,,true,,,2.5,1000,"
         "1.5,abc123");
-  CHECK(summary[3] == "two,train.seed=2,2,main,,8,0,,3,0.25,,,,,64,,false,,,3.5,,,");
+  CHECK(summary[3] == "two,train.seed=2,2,main,,8,0,,3,0.25,,,,,64,,,false,,,3.5,,,");
 
   const std::vector<std::string> positions = lines_of(read_file(two.layout.loss_by_position()));
   REQUIRE(positions.size() == 6);

@@ -264,7 +264,9 @@ nlohmann::json copy_distance_json(const CopyDistanceLoss& c, int seq_len) {
 
 // Evaluates one setting. A setting the model cannot run (a learned table too short for the
 // length) is recorded with its error, not dropped. peak_memory_mb is the peak resident memory of
-// the process during this setting alone.
+// the process during this setting alone; tokens_per_second the scored tokens over the wall time
+// of the setting's evaluation (the loss by copy distance included when eval.copy_distance is on:
+// compare the rows of one study on one machine, not a benchmark).
 nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
                                 const EvalSetting& s, std::vector<float>* token_losses = nullptr) {
   nlohmann::json row = {{"kind", s.kind}, {"factor", s.factor}, {"seq_len", s.seq_len},
@@ -273,7 +275,18 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
   try {
     check_memory(cfg, evaluation_batch_size(cfg), s.seq_len, s.mem_len, /*training=*/false,
                  main_setting_name(s));
-    if (s.stride > 0) return evaluate_sliding_setting(model, cfg, s, row);
+    const auto start = std::chrono::steady_clock::now();
+    const auto add_speed = [&start](nlohmann::json& done) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (done.contains("tokens") && done["tokens"].is_number() && seconds > 0)
+        done["tokens_per_second"] = done["tokens"].get<double>() / seconds;
+      return done;
+    };
+    if (s.stride > 0) {
+      nlohmann::json sliding = evaluate_sliding_setting(model, cfg, s, row);
+      return add_speed(sliding);
+    }
     auto source = evaluation_source(cfg, s);
     if (s.sample_positions)
       model.enable_randomized_positions(kEvaluationPositionSeed, cfg.train.max_position);
@@ -294,6 +307,7 @@ nlohmann::json evaluate_setting(TransformerLM<float>& model, const Config& cfg,
                 {"peak_memory_mb", double(peak_memory_bytes()) / (1 << 20)},
                 {"loss_by_position", r.loss_by_position}});
     if (copy_distance) row["copy_distance"] = copy_distance_json(*copy_distance, s.seq_len);
+    add_speed(row);
     std::cout << std::fixed << std::setprecision(4) << "eval " << std::setw(6) << s.kind
               << " x" << std::setprecision(2) << s.factor << std::setprecision(4) << ": segment "
               << s.seq_len << ", memory " << s.mem_len << " | loss " << r.loss << " | accuracy "

@@ -273,7 +273,7 @@ constexpr const char* kSettingColumns[] = {"split",     "loss",
                                            "accuracy",  "exact_match",
                                            "exact_match_ci_low", "exact_match_ci_high",
                                            "instances", "tokens",
-                                           "peak_memory_mb"};
+                                           "peak_memory_mb", "tokens_per_second"};
 // Passkey rows (kind "passkey", train/passkey_eval.hpp) add the depth of the key line after the
 // setting's columns and the greedy decoding's exact match after the measurements; their
 // exact_match / accuracy / loss are the teacher-forced digits'. Empty in every other row.

@@ -54,7 +54,7 @@ METRICS = ["loss", "accuracy", "exact_match", "passkey_greedy_exact_match"]
 SETTING_COLUMNS = ["kind", "factor", "seq_len", "mem_len", "split", "passkey_depth"]
 # Columns of summary.csv that are measurements, not part of what a run is.
 MEASUREMENTS = {"study", "run", "loss", "accuracy", "exact_match", "exact_match_ci_low",
-                "exact_match_ci_high", "instances", "tokens", "peak_memory_mb",
+                "exact_match_ci_high", "instances", "tokens", "peak_memory_mb", "tokens_per_second",
                 "in_distribution_ok", "unigram_loss", "bigram_loss", "train_loss",
                 "train_tokens_per_second", "train_seconds", "commit", SEED_COLUMN,
                 "passkey_greedy_exact_match",
