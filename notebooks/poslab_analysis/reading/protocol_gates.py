@@ -33,9 +33,13 @@ class RetrievalGate:
     length: int        # the stage-1 training length, bytes
     threshold: float   # passkey greedy exact match at `length`, mean over the depths
     depths: int        # how many depths the mean must cover
+    # Rows whose kind starts with this prefix need only (a), the loss, and their run's parent
+    # to pass (a): their question is the loss, not retrieval (the streaming rows of
+    # experiments/context_extension_methods.protocol.md, "Gate"). "" = no such rows.
+    loss_only_kinds: str = ""
 
-    def dropped(self, summary):
-        """{run: why} of every run this gate drops."""
+    def dropped(self, summary, retrieval=True):
+        """{run: why} of every run this gate drops; retrieval=False: by (a) alone."""
         main = summary[summary["kind"] == "main"].drop_duplicates("run")
         passkey = summary[(summary["kind"] == "passkey") & (summary["seq_len"] == self.length)]
         at_length = passkey.groupby("run")["passkey_greedy_exact_match"].agg(["mean", "count"])
@@ -46,6 +50,8 @@ class RetrievalGate:
             value, depths = (at_length.loc[run] if run in at_length.index else (float("nan"), 0))
             if not row["loss"] < row["bigram_loss"]:  # (a); NaN fails
                 why[run] = "loss at L not below the bigram baseline"
+            elif not retrieval:
+                continue
             elif depths < self.depths:
                 why[run] = f"passkey at L read at {int(depths)} of {self.depths} depths"
             elif not value >= self.threshold:  # (b)
@@ -59,6 +65,8 @@ class RetrievalGate:
 # study name (summary.csv's "study" column) -> its protocol's gate
 PROTOCOL_GATES = {
     "context_extension_retrieval": RetrievalGate(length=64, threshold=0.9, depths=5),
+    "context_extension_methods": RetrievalGate(length=64, threshold=0.9, depths=5,
+                                               loss_only_kinds="stream_"),
 }
 
 
@@ -79,4 +87,22 @@ def apply(summary):
     why = gate.dropped(summary)
     summary = summary.copy()
     summary["in_distribution_ok"] = ~summary["run"].isin(why)  # the protocol's gate, whole
+    if gate.loss_only_kinds:  # these rows: the loss gate (a) alone
+        loss_only = summary["kind"].astype(str).str.startswith(gate.loss_only_kinds)
+        why_loss = gate.dropped(summary, retrieval=False)
+        summary.loc[loss_only, "in_distribution_ok"] = ~summary.loc[loss_only, "run"].isin(why_loss)
+        streaming = set(summary.loc[loss_only, "run"])
+        why = {run: (f"{reason}; its {gate.loss_only_kinds}* rows kept: they need only the loss "
+                     "gate" if run in streaming and run not in why_loss else reason)
+               for run, reason in why.items()}
     return summary, why
+
+
+def stream_dropped(summary):
+    """The runs whose streaming rows (and loss along the stream) the protocol's gate drops: by
+    the loss gate alone where the gate says streaming rows need only the loss, else every run it
+    drops."""
+    gate = gate_of(summary)
+    if gate is None:
+        return set()
+    return set(gate.dropped(summary, retrieval=not gate.loss_only_kinds.startswith("stream")))

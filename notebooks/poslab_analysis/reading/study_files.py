@@ -85,14 +85,17 @@ def protocol_dropped(study_dir):
     return set(read_gated_summary(study_dir)[1])
 
 
-def read_run_table(study_dir, *names):
+def read_run_table(study_dir, *names, dropped_by=None):
     """The first of STUDY/NAME that exists, without the runs the protocol's gate drops, or
-    None."""
+    None. dropped_by(summary) -> runs: another reading of the gate (streaming rows)."""
     for name in names:
         path = os.path.join(study_dir, name)
         if os.path.exists(path):
             table = pd.read_csv(path)
-            dropped = protocol_dropped(study_dir)
+            summary_path = os.path.join(study_dir, "summary.csv")
+            dropped = (protocol_dropped(study_dir) if dropped_by is None
+                       else dropped_by(pd.read_csv(summary_path))
+                       if os.path.exists(summary_path) else set())
             return table[~table["run"].isin(dropped)] if dropped else table
     return None
 
@@ -110,7 +113,8 @@ def read_loss_by_copy_distance(study_dir):
 
 def read_loss_by_stream_position(study_dir):
     """STUDY/loss_by_stream_position.csv (eval.stream_length), or None if the study has none."""
-    return read_run_table(study_dir, "loss_by_stream_position.csv")
+    return read_run_table(study_dir, "loss_by_stream_position.csv",
+                          dropped_by=protocol_gates.stream_dropped)
 
 
 def sibling_dir(study_dir, name, family):

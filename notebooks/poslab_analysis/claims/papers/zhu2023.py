@@ -2,7 +2,8 @@
 as well as fine-tuning at L' does, and far better than random position ids (RandPos). Table 1:
 LLaMA-7B, 2k -> 16k with linear PI, perplexity on GovReport at 2k, 4k, 8k and 16k (every length
 from L to L'); the PoSE study reads 64 -> 256 bytes at 64, 128, 192 and 256."""
-from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO
+from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, fmt
+from poslab_analysis.statistics import seeds
 from poslab_analysis.statistics.seeds import paired
 
 NAME = "Zhu et al. 2023"
@@ -25,3 +26,36 @@ def pose(study, record=None):
                   minus("pose_pi", "randpos_pi"), "at every length, interval below 0",
                   BELOW_ZERO, record),
     ]
+
+
+def context_extension_methods(study, record=None):
+    """Rules 9-11 of the second context-extension study: from retrieval-trained RoPE models, 400
+    steps at batch 16 on plain text, PI s = 4, read at 4x of 64 = 256 (the target)."""
+    loss, passkey, L = study.loss, study.passkey, 64
+    costs = "; ".join(
+        f"{variant}: {study.trained_tokens(variant).mean():,.0f} tokens, "
+        f"{study.interval(study.train_seconds(variant))} s"
+        for variant in ("pose_pi", "randpos_pi", "ft256_pi"))
+    lines = [study.row(
+        "9. PoSE fine-tuned at L reaches the quality of fine-tuning at L' (s = 4)", NAME,
+        "perplexity at L' after 1,000 steps (PoSE 4.60, full length 4.59 at 16k); here the loss at "
+        "4x = L' after 400 steps", "pose_pi minus ft256_pi, loss at 4x",
+        paired(loss("pose_pi", 4 * L), loss("ft256_pi", 4 * L)),
+        "upper end <= 0.05 agrees, lower end > 0.05 disagrees", AT_MOST_005, record,
+        f"; 2x: {fmt(*paired(loss('pose_pi', 2 * L), loss('ft256_pi', 2 * L)))}; cost "
+        f"(train_seconds: one thread beside another run): {costs}")]
+    lines.append(study.row(
+        "10. PoSE beats RandPos (s = 4)", NAME,
+        "perplexity at L' (PoSE 4.60, RandPos 15.16 at 16k); here the loss at 4x, plain positions",
+        "pose_pi minus randpos_pi, loss at 4x",
+        paired(loss("pose_pi", 4 * L), loss("randpos_pi", 4 * L)),
+        "interval below 0 agrees, above 0 disagrees", BELOW_ZERO, record))
+    at_target = seeds.t_interval(passkey("pose_pi", 4 * L).tolist())
+    lines.append(study.row(
+        "11. PoSE retrieves within its target (s = 4)", NAME,
+        "passkey >= 90% inside the target length (Fig. 2b)", "pose_pi, passkey at 4x (mean over "
+        "depths)", at_target, "lower end >= 0.9 agrees, upper end < 0.9 disagrees",
+        (lambda low, high: low >= 0.9, lambda low, high: high < 0.9), record,
+        f"; at 1x {study.interval(passkey('pose_pi', L))}; ft256_pi at 4x "
+        f"{study.interval(passkey('ft256_pi', 4 * L))}"))
+    return lines
