@@ -8,10 +8,13 @@ Prints one line per part (ok / wrong, and why) and exits 0 only if every part is
 The answer files are TOML; docs/exercises/answers/ holds them with the values left blank.
 Where poslab can compute the answer (exercises 4 to 6), the checker runs poslab or reads what
 poslab wrote; elsewhere it applies the formula of the chapter the exercise belongs to.
+--self-test also runs exercise 9's formula against a brute force and, if $POSLAB (default
+build/poslab) exists, against what `poslab encodings --describe rope` prints for Self-Extend.
 """
 import json
 import math
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -281,12 +284,145 @@ def exercise_8(a, parts):
                     "lambda_i > L = 64 in training, and lambda'_i < s lambda_i")
 
 
+# --- 9. Self-Extend's position map by hand (chapter 11) ------------------------------------------
+# The exercise's setting: trained at L = 64, neighbour window W = 8, group size G = 4 (G | W).
+SE_L, SE_W, SE_G = 64, 8, 4
+SE_KEYS = {20: [19, 13, 12, 11, 0], 100: [95, 92, 91, 88, 60, 0]}
+
+
+def self_extend_distance(i, j, W=SE_W, G=SE_G):
+    """The distance a query at i sees to a key at j <= i, in poslab's convention
+    (src/encodings/rope_position_maps.hpp; REFERENCE.md, "Context extension, part 3", 2):
+      r = i - j < W   neighbour map, plain RoPE:  r
+      r >= W          group map, query at i // G + W - W // G, key at j // G:
+                      (i // G + W - W // G) - j // G
+    Integer (floor) division throughout, as the `//` of LongLM's self_extend_forward. The
+    official code adds the shift only once the largest query position reaches W; a pair on the
+    group map has i >= r >= W, so for every such pair the shift is on (self_extend_row below
+    builds it the official way, and the self-test compares the two)."""
+    r = i - j
+    if r < W:
+        return r
+    return (i // G + W - W // G) - j // G
+
+
+def self_extend_row(i, N, W=SE_W, G=SE_G):
+    """The distances query i sees to keys 0 .. i in one prefill over N tokens, written the way
+    LongLM's self_extend_forward (self_extend_patch/Llama.py, q_len == kv_seq_len) builds them,
+    not from the closed form above: the shift only once the largest query position N - 1
+    reaches W (its `_re_group_size_2`), group positions by `//` (Llama_4_40.py's W // G), and the
+    neighbour mask tril(ones) minus, from row W and column 0 on, a second tril: cell (i, j) is
+    on the group map iff i >= W and j <= i - W."""
+    shift = 0 if N - 1 < W else W - W // G  # W - W / G; G | W makes true and integer division agree
+    group_query = i // G + shift
+    return [group_query - j // G if (i >= W and j <= i - W) else i - j for j in range(i + 1)]
+
+
+def self_extend_longest(L=SE_L, W=SE_W, G=SE_G):
+    """Brute force over prefills of N = 1, 2, ... tokens: the largest N whose every (query, key)
+    distance stays inside the trained 0 .. L - 1, and the largest distance of each N on the way
+    ({N: max distance}, up to the first N beyond)."""
+    row_max, largest, N = {}, {}, 1
+    while True:
+        for i in range(N):  # a row depends on N only through the shift: keep each row's maximum
+            if (i, N - 1 < W) not in row_max:
+                row_max[(i, N - 1 < W)] = max(self_extend_row(i, N, W, G))
+        largest[N] = max(row_max[(i, N - 1 < W)] for i in range(N))
+        if largest[N] > L - 1:
+            return N - 1, largest
+        N += 1
+
+
+def expression_of_n(text, N):
+    """Evaluates the answer's expression in N (L, W, G and floor, ceil also defined), or None."""
+    names = {"N": N, "L": SE_L, "W": SE_W, "G": SE_G, "floor": math.floor, "ceil": math.ceil}
+    try:
+        return eval(compile(str(text), "max_distance", "eval"), {"__builtins__": {}}, names)
+    except Exception:  # noqa: BLE001  a malformed answer is a wrong answer, said in the hint
+        return None
+
+
+def exercise_9(a, parts):
+    for i, keys in SE_KEYS.items():
+        want = [self_extend_distance(i, j) for j in keys]
+        parts.check(f"distance_{i} (query {i}, keys {', '.join(map(str, keys))}: integers)",
+                    parts.close(a.get(f"distance_{i}", []), want, 0),
+                    "r < W: r itself; r >= W: (i // G + W - W // G) - j // G, integer division "
+                    "of each position, with the shift W - W / G = 6 on the query")
+        parts.check(f"neighbour_{i} (the keys read on the neighbour map)",
+                    pair_list(a.get(f"neighbour_{i}")) == sorted(j for j in keys if i - j < SE_W),
+                    "neighbour iff r = i - j < W = 8; the group map starts AT r = W")
+    longest, largest = self_extend_longest()
+    sample = range(SE_W + 1, longest + 2)  # every N > W up to the first N beyond the longest
+    formula = a.get("max_distance", "")
+    disagree = [N for N in sample if blank(formula) or expression_of_n(formula, N) != largest[N]]
+    parts.check("max_distance (the largest distance in N tokens, an expression in N, N > W)",
+                not disagree,
+                "the farthest pair is the last query, N - 1, and the first key, 0; write a Python "
+                "expression such as \"N - 1\" (plain RoPE's); it is not the brute force's at N = "
+                + ", ".join(map(str, disagree[:4])) + (", ..." if len(disagree) > 4 else ""))
+    parts.check("longest_n (the longest N inside the trained distances 0 .. L - 1)",
+                parts.close([a.get("longest_n", "")], [longest], 0),
+                "solve max_distance(N) <= L - 1 = 63 for N")
+    rule = (SE_L - SE_W) * SE_G + SE_W
+    verdict = {0: "exact", 1: "one too many", -1: "one too few"}.get(rule - longest, "off")
+    parts.check("readme_rule (exact, one too many or one too few)",
+                str(a.get("readme_rule", "")).strip() == verdict,
+                "compare (L - W) G + W with your longest_n")
+    parts.check("monotone (A, B, C or D)", str(a.get("monotone", "")).strip().upper() == "C",
+                "where does key j = 12 land for query 20 without the shift, next to the "
+                "neighbours at r = 2 .. 7? And is it one softmax or two?")
+
+
+def self_extend_cross_checks():
+    """The closed form against the prefill written like LongLM's code, the README's rule against
+    the brute force over a grid of (L, W, G), and both against what poslab prints
+    (`encodings --describe rope`, its last line). Returns (problems, what was compared)."""
+    problems, grids = [], 0
+    N = 140
+    for i in range(N):
+        row = self_extend_row(i, N)
+        bad = [j for j in range(i + 1) if self_extend_distance(i, j) != row[j]]
+        if bad:
+            problems.append(f"self_extend_distance({i}, {bad[0]}) = "
+                            f"{self_extend_distance(i, bad[0])}, the prefill says {row[bad[0]]}")
+            break
+    for L_, G_ in ((16, 1), (16, 2), (16, 4), (24, 2), (24, 4), (32, 4), (32, 8)):
+        for W_ in range(G_, L_, G_):
+            longest, _ = self_extend_longest(L_, W_, G_)
+            grids += 1
+            if longest != (L_ - W_) * G_ + W_:
+                problems.append(f"L = {L_}, W = {W_}, G = {G_}: the brute force reaches "
+                                f"{longest}, (L - W) G + W = {(L_ - W_) * G_ + W_}")
+    done = f"exercise 9's map against a prefill built like LongLM's, {grids} (L, W, G) brute forces"
+    if not os.path.exists(POSLAB):
+        return problems, done + f", NOT poslab ({POSLAB} does not exist)"
+    longest, largest = self_extend_longest()
+    lengths = (SE_W + 1, 21, 64, 101, longest, longest + 1, 256)
+    for N in lengths:
+        out = subprocess.run(
+            [POSLAB, "encodings", "--describe", "rope", "--set", "model.d_model=64",
+             "--set", "model.n_heads=4", "--set", "encoding.scaling=self_extend",
+             "--set", f"encoding.original_len={SE_L}", "--set", f"encoding.neighbor_window={SE_W}",
+             "--set", f"encoding.group_size={SE_G}", "--length", str(N)],
+            capture_output=True, text=True).stdout
+        # "largest position used at K = N: X (...); the map stays inside L up to K = ... = Y keys."
+        used = re.search(r"largest position used at K = (\d+): (\d+).*= (\d+) keys", out)
+        want = self_extend_distance(N - 1, 0) if N - 1 >= SE_W else N - 1
+        agree = used and (int(used[2]), int(used[3])) == (want, longest)
+        if not agree or want != largest.get(N, want):
+            problems.append(f"poslab --describe rope, self_extend, --length {N}: "
+                            f"{used[0] if used else 'no self_extend line'}; the checker: largest "
+                            f"{want}, inside L up to {longest}")
+    return problems, done + f" and {len(lengths)} poslab describes"
+
+
 EXERCISES = {1: exercise_1, 2: exercise_2, 3: exercise_3, 4: exercise_4, 5: exercise_5,
-             6: exercise_6, 7: exercise_7, 8: exercise_8}
+             6: exercise_6, 7: exercise_7, 8: exercise_8, 9: exercise_9}
 
 
 # Exercises whose solution file alone passes (5 needs your encoding built in, 6 your run).
-SELF_CONTAINED = (1, 2, 3, 4, 7, 8)
+SELF_CONTAINED = (1, 2, 3, 4, 7, 8, 9)
 
 # Planted wrong answers: the solution with one classic mistake, which must fail on exactly the
 # part named (a checker that passes anything near the answer is no checker).
@@ -299,12 +435,19 @@ PLANTED = {
         ({"unseen_ntk": []}, "unseen_ntk"),               # NTK is not PI on the middle pairs
         ({"ntk_ratio": [1.000, 1.189, 1.414, 1.682, 2.000, 2.378, 2.828, 3.364]},
          "ntk_ratio")],                                   # s^(i/8): d/2 in place of d - 2
+    9: [({"distance_20": [1, 7, 2, 3, 5]}, "distance_20"),            # no shift W - W / G
+        ({"distance_100": [5, 8, 8.25, 9, 16, 31]}, "distance_100"),  # true division: i/G - j/G
+        ({"distance_100": [8, 8, 9, 9, 16, 31]}, "distance_100"),     # group map inside the window
+        ({"longest_n": 231}, "longest_n"),                    # N // G + 6 <= 63: N for N - 1
+        ({"max_distance": "(N - 1) / 4 + 6"}, "max_distance")],  # true division again
 }
 
 
 def self_test():
     """Every checker fails on the blank answers, and passes on the solutions where those are
-    complete: a checker that cannot fail, or cannot pass, is a broken exercise."""
+    complete: a checker that cannot fail, or cannot pass, is a broken exercise. Each planted
+    wrong answer fails on exactly its part, and exercise 9's formula agrees with its brute force
+    and with poslab (self_extend_cross_checks)."""
     failures = []
     for number, run in EXERCISES.items():
         for folder, should_pass in (("answers", False), ("solutions", True)):
@@ -330,10 +473,12 @@ def self_test():
             if len(wrong) != 1 or not wrong[0].split(None, 1)[1].startswith(part):
                 failures.append(f"exercise {number}, planted {change}: should fail on '{part}' "
                                 f"only:\n" + "\n".join(parts.lines))
+    problems, compared = self_extend_cross_checks()
+    failures += [f"exercise 9, cross-check: {p}" for p in problems]
     for f in failures:
         print(f)
     print(f"self-test: {len(failures)} broken checker(s) of {len(EXERCISES)} "
-          f"(blank answers, solutions and {planted} planted wrong answers)")
+          f"(blank answers, solutions and {planted} planted wrong answers; {compared})")
     return 1 if failures else 0
 
 
