@@ -398,7 +398,7 @@ def self_extend_cross_checks():
     if not os.path.exists(POSLAB):
         return problems, done + f", NOT poslab ({POSLAB} does not exist)"
     longest, largest = self_extend_longest()
-    lengths = (SE_W + 1, 21, 64, 101, longest, longest + 1, 256)
+    lengths = (3, SE_W, SE_W + 1, 21, 64, 101, longest, longest + 1, 256)
     for N in lengths:
         out = subprocess.run(
             [POSLAB, "encodings", "--describe", "rope", "--set", "model.d_model=64",

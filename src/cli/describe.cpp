@@ -141,7 +141,9 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
     out << "self_extend: distances r < W = " << W << " plain; r >= W: query at t // G + W - W // G"
         << " = t // " << G << " + " << W - W / G << ", key at t // " << G
         << " (G = group_size; integer division).\nlargest position used at K = " << N << ": "
-        << std::max<long>(W - 1, (N - 1) / G + W - W / G) << " (trained: < L = "
+        // Every pair is a neighbour while K - 1 < W; beyond, the farthest pair (K - 1, 0) is
+        // grouped, at (K - 1) // G + W - W // G >= W.
+        << (N - 1 < W ? N - 1 : (N - 1) / G + W - W / G) << " (trained: < L = "
         << scaling.original_len << "); the map stays inside L up to K = (L - W) G + W = "
         << (scaling.original_len - W) * G + W << " keys.\n";
   } else if (scaling.method == RopeScalingMethod::rerope) {
