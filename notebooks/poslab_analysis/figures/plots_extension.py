@@ -26,7 +26,13 @@ from poslab_analysis.statistics import seeds as poslab_stats
 
 # One colour per scaling, the same in every figure.
 SCALING_COLOURS = {"none": "#222222", "linear": "#1f77b4", "ntk": "#ff7f0e", "yarn": "#2ca02c",
-                   "dynamic_ntk": "#9467bd", "llama3": "#8c564b"}
+                   "dynamic_ntk": "#9467bd", "llama3": "#8c564b", "longrope": "#e377c2",
+                   "self_extend": "#17becf", "rerope": "#d62728", "leaky_rerope": "#bcbd22"}
+# The methods that change which positions far pairs read (two score passes), not the
+# frequencies: a panel of their own in extension_loss_vs_length.
+POSITION_MAPS = ("self_extend", "rerope", "leaky_rerope")
+# A scaling's second, third ... variant in one panel.
+LINE_STYLES = ("-", "--", ":", "-.")
 
 
 
@@ -47,17 +53,23 @@ def scaling_label(info, name):
     """'yarn, s = 4 (zs_yarn_s4)' for a stage-2 variant, its name for a from-scratch one."""
     if not info.loc[name, "parent"]:
         return name
-    if info.loc[name, "scaling"] == "none":
-        return f"no scaling ({name})"
-    return f"{info.loc[name, 'scaling']}, s = {info.loc[name, 'factor']:g} ({name})"
+    log_n = info.loc[name, "log_n"] if "log_n" in info else "off"
+    with_log_n = "" if log_n == "off" else ", log-n"
+    scaling = info.loc[name, "scaling"]
+    if scaling == "none":
+        return f"no scaling{with_log_n} ({name})"
+    if scaling in POSITION_MAPS:  # no factor: the window (and group) say what they do
+        return f"{scaling}{with_log_n} ({name})"
+    return f"{scaling}, s = {info.loc[name, 'factor']:g}{with_log_n} ({name})"
 
 
 def scaling_style(info, name, members):
-    """Colour by scaling; a second factor of the same scaling in one panel is dashed."""
+    """Colour by scaling; the second, third ... variant of the same scaling in one panel is
+    dashed, dotted, dash-dotted (a second factor, another window, log-n)."""
     scaling = info.loc[name, "scaling"]
     same = [v for v in members if info.loc[v, "scaling"] == scaling]
     return {"color": SCALING_COLOURS.get(scaling, "#7f7f7f"),
-            "ls": "-" if same.index(name) == 0 else "--"}
+            "ls": LINE_STYLES[same.index(name) % len(LINE_STYLES)]}
 
 
 def upper_bounds(info, parent):
@@ -88,10 +100,22 @@ def length_panels(summary, info):
              and v in several]
     parents = list(dict.fromkeys(info.loc[zero + tuned, "parent"]))
     parent = parents[0] if parents else ""
-    groups = [("trained from scratch", stage1, True), (f"zero-shot from {parent}", zero, False)]
+    # Zero-shot reads that change positions (or only add log-n) get a panel of their own when
+    # there are any: beside the rescaled frequencies, a dozen curves would not read.
+    log_n = info["log_n"] if "log_n" in info else pd.Series("off", index=info.index)
+    moved = [v for v in zero if info.loc[v, "scaling"] in POSITION_MAPS
+             or (info.loc[v, "scaling"] == "none" and log_n[v] != "off")]
+    rescaled = [v for v in zero if v not in moved]
+    groups = [("trained from scratch", stage1, True)]
+    if moved:
+        groups += [(f"zero-shot from {parent}: rescaled frequencies", rescaled, False),
+                   (f"zero-shot from {parent}: changed positions, log-n", moved, False)]
+    else:
+        groups.append((f"zero-shot from {parent}", zero, False))
     if tuned:
         steps = sorted(set(info.loc[tuned, "steps"]))
-        groups.append((f"fine-tuned from {parent} at {int(info.loc[tuned[0], 'seq_len'])} "
+        lengths = sorted(set(int(n) for n in info.loc[tuned, "seq_len"]))
+        groups.append((f"fine-tuned from {parent} at {', '.join(str(n) for n in lengths)} "
                        f"({', '.join(str(s) for s in steps)} steps)", tuned, False))
     return [group for group in groups if group[1]], parent
 

@@ -168,7 +168,7 @@ def load(study_dir):
 
 def variant_table(study_dir):
     """One row per variant of the committed study file: variant, parent (variant name or ""),
-    steps, seq_len (training length), scaling, factor, encoding."""
+    steps, seq_len (training length), scaling, factor, encoding, log_n (off, eval, always)."""
     with open(os.path.join(study_dir, "study.toml"), "rb") as f:
         study = tomllib.load(f)
     base = study.get("base", {})
@@ -185,5 +185,6 @@ def variant_table(study_dir):
                      "steps": int(get("train.steps", 0)), "seq_len": int(get("train.seq_len", 0)),
                      "scaling": get("encoding.scaling", "none"),
                      "factor": float(get("encoding.factor", 1.0)),
-                     "encoding": get("encoding.type", "")})
+                     "encoding": get("encoding.type", ""),
+                     "log_n": get("encoding.log_n", "off")})
     return pd.DataFrame(rows).set_index("variant")
