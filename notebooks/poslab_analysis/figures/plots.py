@@ -551,6 +551,32 @@ def stream_panels(streams):
     return out
 
 
+def stream_colours(streams, keys):
+    """{curve name: colour}, one per MODEL in every panel: a run that only reads its parent's
+    model with another cache (a stage-2 variant, `parent` set) takes its parent's colour; a
+    model takes its encoding's colour, else (or when another model has it already: rope64 and
+    rope64_sink are both RoPE) the next free colour of matplotlib's cycle."""
+    names = ordered(pd.concat([curves[series].astype(str) for _, series, curves in keys]))
+    model = {name: name for name in names}
+    if "parent" in streams and "variant" in streams:
+        for variant, parent in streams[["variant", "parent"]].drop_duplicates().itertuples(
+                index=False):
+            if str(variant) in model and isinstance(parent, str) and parent:
+                model[str(variant)] = parent.split(",")[0]
+    models = list(dict.fromkeys([model[n] for n in names if model[n] == n]
+                                + [model[n] for n in names]))
+    taken = {poslab_style.colour(m) for m in models} - {None}
+    free = [c for c in matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", [])
+            if c not in taken]
+    of_model, used = {}, set()
+    for m in models:
+        own = poslab_style.colour(m)
+        of_model[m] = own if own is not None and own not in used else (free.pop(0) if free
+                                                                       else None)
+        used.add(of_model[m])
+    return {name: of_model[model[name]] for name in names}
+
+
 def loss_by_stream_position(streams, out_dir, figure_name="loss_by_stream_position"):
     """The loss along a long stream read token by token (StreamingLLM's figure 3 in miniature),
     a panel per cache, one curve per encoding (or variant): bounded caches stay flat where dense
@@ -558,15 +584,7 @@ def loss_by_stream_position(streams, out_dir, figure_name="loss_by_stream_positi
     keys = stream_panels(streams)
     if not keys:
         return []
-    # One colour per curve name in every panel: an encoding's own, else the next free colour of
-    # matplotlib's cycle (a variant such as sink_logit).
-    names = ordered(pd.concat([curves[series].astype(str) for _, series, curves in keys]))
-    taken = {poslab_style.colour(n) for n in names} - {None}
-    free = [c for c in matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", [])
-            if c not in taken]
-    colours = {}
-    for name in names:
-        colours[name] = poslab_style.colour(name) or (free.pop(0) if free else None)
+    colours = stream_colours(streams, keys)
     fig, axes = panels(keys, width=4.2)
     for ax, (title, series, curves) in zip(axes, keys):
         for name in ordered(curves[series]):
@@ -575,6 +593,10 @@ def loss_by_stream_position(streams, out_dir, figure_name="loss_by_stream_positi
         ax.set_xlabel("position in the stream (bytes, start of a bucket)")
         ax.set_ylabel("loss (nats per byte)")
         ax.set_title(title, fontsize=9)
+    low = min(ax.get_ylim()[0] for ax in axes[:len(keys)])
+    high = max(ax.get_ylim()[1] for ax in axes[:len(keys)])
+    for ax in axes[:len(keys)]:  # one scale, so that the caches compare
+        ax.set_ylim(low, high)
     poslab_style.legend_outside(fig, axes)
     fig.suptitle("loss along the stream, by cache", fontsize="medium")
     fig.tight_layout()
