@@ -68,6 +68,12 @@ def scaling_style(info, name, members):
     dashed, dotted, dash-dotted (a second factor, another window, log-n)."""
     scaling = info.loc[name, "scaling"]
     same = [v for v in members if info.loc[v, "scaling"] == scaling]
+    if len(members) > 1 and len(same) == len(members) and \
+            len(set(info.loc[members, "steps"])) == 1 and info.loc[name, "steps"] > 0:
+        # Fine-tunes that all share one scaling (PoSE, RandPos, full length, all with PI) differ
+        # by how they were trained: a colour each, from matplotlib's cycle.
+        cycle = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["#7f7f7f"])
+        return {"color": cycle[members.index(name) % len(cycle)], "ls": "-"}
     return {"color": SCALING_COLOURS.get(scaling, "#7f7f7f"),
             "ls": LINE_STYLES[same.index(name) % len(LINE_STYLES)]}
 
