@@ -21,37 +21,37 @@ def every(parts):
             "disagree" if any(p == "disagree" for p in parts) else "inconclusive")
 
 
+def at_every(multiples, interval_at, judged):
+    """(verdict of `judged` = (agrees, disagrees) at every multiple of L, 'Mx: interval; ...')."""
+    intervals = [(m, interval_at(m)) for m in multiples]
+    return (every([verdict(interval, *judged) for _, interval in intervals]),
+            "; ".join(f"{m}x: {fmt(*interval)}" for m, interval in intervals))
+
+
 def context_extension_methods(study, record=None):
     loss, passkey, L = study.loss, study.passkey, 64
     flat = (lambda low, high: high <= FLAT, lambda low, high: low > FLAT)
+    retrieves = (lambda low, high: low >= RETRIEVES, lambda low, high: high < RETRIEVES)
     lines = []
     for variant, setting, bound, multiples, _ in ARMS:
-        parts, shown = [], []
-        for m in multiples:
-            interval = paired(loss(variant, m * L), loss(variant, L))
-            parts.append(verdict(interval, *flat))
-            shown.append(f"{m}x: {fmt(*interval)}")
+        v, shown = at_every(multiples, lambda m: paired(loss(variant, m * L), loss(variant, L)),
+                            flat)
         beyond = paired(loss(variant, 16 * L), loss(variant, L))
-        v = every(parts)
         tally(record, NAME, [v])
         lines.append(
             f"| 2. Self-Extend keeps the loss flat up to (L - W) G + W = {bound} bytes, "
             f"{setting} ({NAME}) | perplexity up to the bound, no training | {variant}, loss at "
-            f"N minus at 1x: {'; '.join(shown)}; beyond the bound, 16x: {fmt(*beyond)} | upper "
+            f"N minus at 1x: {shown}; beyond the bound, 16x: {fmt(*beyond)} | upper "
             f"end <= {FLAT} at every N agrees, lower end > {FLAT} at any disagrees | {v} |")
     for variant, setting, bound, _, multiples in ARMS:
-        parts, shown = [], []
-        for m in multiples:
-            interval = seeds.t_interval(passkey(variant, m * L).tolist())
-            parts.append(verdict(interval, lambda low, high: low >= RETRIEVES,
-                                 lambda low, high: high < RETRIEVES))
-            shown.append(f"{m}x: {fmt(*interval)}")
-        v = every(parts)
+        v, shown = at_every(multiples,
+                            lambda m: seeds.t_interval(passkey(variant, m * L).tolist()),
+                            retrieves)
         tally(record, NAME, [v])
         lines.append(
             f"| 3. Self-Extend retrieves beyond L without training, {setting} ({NAME}) | passkey "
             f"beyond L (README demo: ~5k tokens, Llama-2 4k) | {variant}, passkey (mean over "
-            f"depths): {'; '.join(shown)}; at 1x {study.interval(passkey(variant, L))}; rope64 "
+            f"depths): {shown}; at 1x {study.interval(passkey(variant, L))}; rope64 "
             f"at 2x {study.interval(passkey('rope64', 2 * L))} | lower end >= {RETRIEVES} agrees, "
             f"upper end < {RETRIEVES} disagrees | {v} |")
     return lines
