@@ -101,7 +101,7 @@ def position_figure(summary, positions, info):
     panels = []
     for factor, members in setup["groups"]:
         references = [(train_len, f"L = {train_len}", "x")]
-        if factor * train_len < longest:
+        if plots_extension.factor_line(factor, train_len, longest) is not None:
             references.append((factor * train_len, f"{factor:g} L", "x"))
         panels.append(curves_panel(
             plots_extension.position_curves(setup, info, members), "position",

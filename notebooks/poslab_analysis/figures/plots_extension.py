@@ -93,6 +93,14 @@ def seeds_note(fig, axes, title):
     fig.suptitle(title + (f" ({note.replace(chr(10), ' ')})" if note else ""), fontsize=9)
 
 
+def moved_reads(info, variants):
+    """The reads among `variants` that change positions (Self-Extend, ReRoPE, leaky ReRoPE) or
+    only add log-n: they have no factor s, and a panel of their own where a study has them."""
+    log_n = info["log_n"] if "log_n" in info else pd.Series("off", index=info.index)
+    return [v for v in variants if info.loc[v, "scaling"] in POSITION_MAPS
+            or (info.loc[v, "scaling"] == "none" and log_n[v] != "off")]
+
+
 def length_panels(summary, info):
     """The panels of extension_loss_vs_length: [(title, members, from scratch?)], and the parent
     variant."""
@@ -108,9 +116,7 @@ def length_panels(summary, info):
     parent = parents[0] if parents else ""
     # Zero-shot reads that change positions (or only add log-n) get a panel of their own when
     # there are any: beside the rescaled frequencies, a dozen curves would not read.
-    log_n = info["log_n"] if "log_n" in info else pd.Series("off", index=info.index)
-    moved = [v for v in zero if info.loc[v, "scaling"] in POSITION_MAPS
-             or (info.loc[v, "scaling"] == "none" and log_n[v] != "off")]
+    moved = moved_reads(info, zero)
     rescaled = [v for v in zero if v not in moved]
     groups = [("trained from scratch", stage1, True)]
     if moved:
@@ -347,18 +353,32 @@ def position_setup(summary, positions, info):
     longest = int(rows[rows["variant"].isin(zero)]["seq_len"].max())
     rows = rows[rows["seq_len"] == longest]
     zero = [v for v in zero if (rows["variant"] == v).any()]
-    static = [v for v in zero if not str(info.loc[v, "scaling"]).startswith("dynamic")]
+    moved = moved_reads(info, zero)
+    static = [v for v in zero if not str(info.loc[v, "scaling"]).startswith("dynamic")
+              and v not in moved]
+    dynamic = [v for v in zero if v not in static and v not in moved]
     factors = sorted(set(info.loc[static, "factor"]))
     groups = [(f, [v for v in zero if v in static and info.loc[v, "factor"] == f
-                   or (v not in static and f == factors[0])]) for f in factors]
+                   or (v in dynamic and f == factors[0])]) for f in factors]
+    if moved:  # no factor: their own panel (factor None)
+        groups.append((None, moved))
     return {"parent": parent, "train_len": train_len, "longest": longest, "rows": rows,
             "groups": groups, "width": max(1, train_len // 8), "factors": factors,
             "gated_runs": set(plots.gated(summary)["run"])}
 
 
 def position_title(setup, factor, members, info):
+    if factor is None:
+        return "changed positions, log-n"
     dynamic = any(str(info.loc[v, "scaling"]).startswith("dynamic") for v in members)
     return f"static scalings at s = {factor:g}" + (", and the dynamic ones" if dynamic else "")
+
+
+def factor_line(factor, train_len, longest):
+    """Where a panel marks s x L (None: no factor, or s x L is L or beyond the chunk)."""
+    if factor is None or factor == 1 or factor * train_len >= longest:
+        return None
+    return factor * train_len
 
 
 def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_position"):
@@ -369,12 +389,14 @@ def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_
         return []
     parent, train_len, longest = setup["parent"], setup["train_len"], setup["longest"]
     groups, width = setup["groups"], setup["width"]
-    fig, axes = plots.panels([f for f, _ in groups], width=5.0, height=3.6, columns=2)
+    # Taller panels when a legend below one is long (the methods study's 9 reads).
+    height = 3.6 if max(len(members) for _, members in groups) < 6 else 5.2
+    fig, axes = plots.panels([str(f) for f, _ in groups], width=5.0, height=height, columns=2)
     for ax, (factor, members) in zip(axes, groups):
         for label, part, style in position_curves(setup, info, members):
             plots.mean_band(ax, part, "position", "loss", label, marker=None, **style)
         poslab_style.reference_line(ax, train_len, f"L = {train_len}", axis="x")
-        if factor * train_len < longest:
+        if factor_line(factor, train_len, longest) is not None:
             poslab_style.reference_line(ax, factor * train_len, f"{factor:g} L", axis="x")
         ax.set_xlabel(f"position inside a {longest}-byte chunk (bins of {width})")
         ax.set_ylabel("test loss (nats/byte)")
