@@ -4,6 +4,7 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <atomic>
 
 namespace poslab {
@@ -54,23 +55,42 @@ void multiply(MatrixView<T> C, std::type_identity_t<ConstMatrixView<T>> A,
   gemm(C, A, B, alpha, beta);
 }
 
+// The fixed decomposition of C's rows into blocks (ProductBlocks in blas.hpp). Chosen from the
+// shape alone, never from the thread count: every thread count makes the same BLAS calls on the
+// same blocks, so each element of C is computed by the same kernel call, whichever thread runs it.
+ProductBlocks product_blocks(int m, int n, int k) {
+  ProductBlocks blocks;
+  blocks.m = m;
+  const bool small = double(m) * n * k < 64.0 * 64 * 64;
+  blocks.count = small ? 1 : std::clamp(m / ProductBlocks::kMinRows, 1, ProductBlocks::kMaxBlocks);
+  return blocks;
+}
+
+int ProductBlocks::begin(int b) const {
+  if (b >= count) return m;
+  // Block starts at multiples of kAlign rows (OpenBLAS' register tiles stay whole); the last
+  // block ends at m.
+  const long even = long(m) * b / count;
+  return int(even - even % kAlign);
+}
+
 template <class T>
 void parallel_multiply(MatrixView<T> C, std::type_identity_t<ConstMatrixView<T>> A,
                        std::type_identity_t<ConstMatrixView<T>> B, std::type_identity_t<T> alpha,
                        std::type_identity_t<T> beta) {
   check_product_shapes(C, A, B);
-  const int m = C.rows(), n = C.cols(), k = A.cols();
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const bool small = double(m) * n * k < 64.0 * 64 * 64;
-  if (threads == 1 || small || m < 2 * threads) {
+  const ProductBlocks blocks = product_blocks(C.rows(), C.cols(), A.cols());
+  if (blocks.count == 1) {
     gemm(C, A, B, alpha, beta);
     return;
   }
-#pragma omp parallel num_threads(threads)
-  {
-    // Rows [begin, end) of C and of op(A) (columns of the stored A when it is transposed).
-    const int t = omp_get_thread_num();
-    const int begin = int(long(m) * t / threads), end = int(long(m) * (t + 1) / threads);
+  // Rows [begin, end) of C and of op(A) (columns of the stored A when it is transposed): one
+  // single-threaded sgemm per block. The threads only decide who computes which block; inside
+  // another parallel region (or with one thread) one thread does them all, in the same calls.
+  const bool parallel = !omp_in_parallel() && omp_get_max_threads() > 1;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int b = 0; b < blocks.count; ++b) {
+    const int begin = blocks.begin(b), end = blocks.begin(b + 1);
     if (end > begin)
       gemm(C.row_block(begin, end - begin), A.row_block(begin, end - begin), B, alpha, beta);
   }

@@ -25,15 +25,35 @@ void multiply(MatrixView<T> C, std::type_identity_t<ConstMatrixView<T>> A,
               std::type_identity_t<ConstMatrixView<T>> B, std::type_identity_t<T> alpha = T(1),
               std::type_identity_t<T> beta = T(0));
 
-// The same product, with the rows of C split across the OpenMP threads (each thread one
-// sgemm on its block of rows). poslab runs OpenBLAS single-threaded and does all threading with
-// OpenMP: two thread pools on two cores (OpenMP spinning while OpenBLAS' pthreads wait for a
-// core) cost a factor of 4 in training speed here. Inside a parallel region, or for small
-// products, this is a plain multiply.
+// The same product, with the rows of C cut into fixed blocks (product_blocks below) and the
+// blocks shared among the OpenMP threads, each block one single-threaded BLAS call. poslab runs
+// OpenBLAS single-threaded and does all threading with OpenMP: two thread pools on two cores
+// (OpenMP spinning while OpenBLAS' pthreads wait for a core) cost a factor of 4 in training
+// speed here. Inside a parallel region the same blocks are computed by one thread.
+//
+// Why fixed blocks: OpenBLAS picks its kernel and its blocking by the shape of each call, and on
+// some kernels (OPENBLAS_CORETYPE=Haswell, for one) a 512-row call rounds differently from the
+// same rows inside a 1024-row call. Blocks that depend on the thread count would then make the
+// bits depend on it; blocks that depend on the shape alone make the same calls at 1 thread and
+// at 5, on every kernel. (Whether the blocks equal ONE call over all rows is the kernel's
+// business, and is not promised.)
 template <class T>
 void parallel_multiply(MatrixView<T> C, std::type_identity_t<ConstMatrixView<T>> A,
                        std::type_identity_t<ConstMatrixView<T>> B,
                        std::type_identity_t<T> alpha = T(1), std::type_identity_t<T> beta = T(0));
+
+// The row blocks of a parallel_multiply of C [m, n] = op(A) [m, k] op(B) [k, n]: one block for a
+// product under 64^3 multiply-adds; otherwise m / kMinRows blocks, at most kMaxBlocks, starting
+// at multiples of kAlign rows. A function of (m, n, k) only.
+struct ProductBlocks {
+  static constexpr int kMinRows = 32;   // no block thinner than this (BLAS is slow on thin ones)
+  static constexpr int kMaxBlocks = 8;  // enough to share among the threads of a small machine
+  static constexpr int kAlign = 16;     // block starts on a multiple of 16 rows
+  int m = 0;
+  int count = 1;
+  int begin(int block) const;  // first row of `block`; begin(count) = m
+};
+ProductBlocks product_blocks(int m, int n, int k);
 
 // Counting the work of every float product, 2 m n k FLOPs each (`poslab bench` measures a
 // training step's FLOPs this way, encodings' own products included). Off unless switched on;
