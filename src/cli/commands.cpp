@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <cmath>
 #include <iomanip>
 #include <iostream>
@@ -29,6 +30,7 @@
 #include "train/evaluate.hpp"
 #include "train/init_from.hpp"
 #include "train/memory_estimate.hpp"
+#include "train/passkey_curve.hpp"
 #include "train/passkey_eval.hpp"
 #include "train/registered_choices.hpp"
 #include "train/run_claim.hpp"
@@ -588,6 +590,13 @@ int run_train(const Config& cfg, ExistingRun existing, int wait_for_trainer_seco
   std::optional<PasskeyGenerator> passkey;
   if (!cfg.eval.passkey_length_factors.empty())
     passkey = checked_passkey_generator(cfg, "the passkey evaluation");
+  // The passkey curve read during training (train.eval_passkey_instances) reads the same grid
+  // on the validation split, whatever eval.split says: its filler is checked here too.
+  std::optional<PasskeyGenerator> curve_generator;
+  if (cfg.train.eval_passkey_instances > 0) {
+    curve_generator = make_passkey_generator(cfg, Split::valid);
+    for (const PasskeyCell& cell : passkey_cells(cfg)) curve_generator->check_length(cell.seq_len);
+  }
   TransformerLM<float> model(cfg.model, cfg.encoding, cfg.memory);
   model.init(cfg.train.seed);
   // Fine-tuning (train/init_from.hpp): the parent is checked and loaded here, before anything is
@@ -657,13 +666,42 @@ int run_train(const Config& cfg, ExistingRun existing, int wait_for_trainer_seco
   if (resumable.from_saved_state)  // the rows after the saved step are logged again
     drop_metrics_after(run.file("metrics.csv"), saved_steps_done(run.path()));
   MetricsLog metrics = run.metrics(training_metrics_columns());
+  std::optional<PasskeyCurve> curve;
+  std::function<void(int)> read_curve;
+  double curve_seconds = 0;
+  if (curve_generator) {
+    curve.emplace(cfg, run.path(), std::move(*curve_generator),
+                  resumable.from_saved_state ? saved_steps_done(run.path()) : 0);
+    read_curve = [&](int step) {
+      const auto begin = std::chrono::steady_clock::now();
+      const std::vector<PasskeyCellResult> cells = curve->read(model, step);
+      curve_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+      std::cout << "  passkey (validation, " << cfg.train.eval_passkey_instances
+                << " per cell) at step " << step << ", exact match by length:";
+      for (std::size_t i = 0; i < cells.size();) {  // the mean over each length's depths
+        double sum = 0;
+        std::size_t n = 0;
+        for (; i + n < cells.size() && cells[i + n].seq_len == cells[i].seq_len; ++n)
+          sum += cells[i + n].exact_match;
+        std::cout << " " << cells[i].seq_len << ": " << std::fixed << std::setprecision(2)
+                  << sum / double(n);
+        i += n;
+      }
+      std::cout << std::endl;
+    };
+  }
   TrainReport report;
   nlohmann::json evaluations = nlohmann::json::array();
   try {
     const OptimizerStart optimizer{
         .moment_steps_before = parent && parent->optimizer ? parent->steps : 0};
     report = train_model(model, cfg, *train_source, valid_source.get(), &metrics, std::cout,
-                         &resumable, optimizer);
+                         &resumable, optimizer, read_curve);
+    if (curve)
+      std::cout << std::fixed << std::setprecision(1) << "passkey curve: " << curve_seconds
+                << " s of reads in " << report.seconds << " s of training ("
+                << run.file(PasskeyCurve::kFile).string() << ")" << std::endl;
     // Between two evaluations, a stop request saves the trained model, then stops.
     auto stop_if_requested = [&] {
       if (const int signal = stop_requested()) {

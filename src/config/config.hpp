@@ -80,6 +80,10 @@ struct TrainConfig {
   int log_every = 50;
   int eval_every = 0;         // 0 = only at the end
   int eval_batches = 32;      // validation batches of the evaluations *during* training (eval_every)
+  // Passkey retrieval read during training (train/passkey_curve.hpp): every eval_every steps and
+  // after the last, this many instances per cell of the eval.passkey grid, on the validation
+  // split, into RUN/passkey_curve.csv. 0 = off. It changes nothing in what a run computes.
+  int eval_passkey_instances = 0;
   int threads = 0;            // BLAS/OpenMP threads, 0 = all cores
   // Steps between saves of the training state (RUN/resume/) that `poslab train --resume`
   // continues from; also saved after the last step and when stopped by SIGTERM or SIGINT.

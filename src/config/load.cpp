@@ -417,6 +417,7 @@ const std::vector<Field>& schema() {
       KEY(train, log_every, at_least(1)),
       KEY(train, eval_every, at_least(0)),
       KEY(train, eval_batches, at_least(0)),
+      KEY(train, eval_passkey_instances, at_least(0)),
       KEY(train, threads, at_least(0)),
       KEY(train, save_state_every, at_least(0)),
       KEY(train, randomized_positions, anything()),
@@ -794,6 +795,16 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
          std::string(passkey_eval ? "eval.passkey_length_factors" : "train.passkey_fraction") +
              ": passkey retrieval is for language models (task.name = \"lm\"), not task '" +
              config.task.name + "'");
+  if (t.eval_passkey_instances > 0 && !passkey_eval)
+    fail(blame({"train.eval_passkey_instances", "eval.passkey_length_factors"}),
+         "train.eval_passkey_instances = " + std::to_string(t.eval_passkey_instances) +
+             ": retrieval read during training reads the passkey grid, but "
+             "eval.passkey_length_factors is empty (e.g. [1, 4])");
+  if (t.eval_passkey_instances > 0 && t.eval_every == 0)
+    fail(blame({"train.eval_passkey_instances", "train.eval_every"}),
+         "train.eval_passkey_instances = " + std::to_string(t.eval_passkey_instances) +
+             ": retrieval is read every train.eval_every steps, and train.eval_every is 0 "
+             "(only at the end); set it (e.g. 1000)");
   if (passkey_eval && e.passkey_depths.empty())
     fail(blame({"eval.passkey_depths", "eval.passkey_length_factors"}),
          "eval.passkey_depths is empty: the passkey evaluation of eval.passkey_length_factors "

@@ -70,7 +70,8 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
 
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSource& train,
                         BatchSource* valid, MetricsLog* metrics, std::ostream& out,
-                        const Resumable* resumable, OptimizerStart optimizer) {
+                        const Resumable* resumable, OptimizerStart optimizer,
+                        const std::function<void(int)>& read_during_training) {
   const TrainConfig& tc = cfg.train;
   const int B = train.batch(), L = train.len();
   Batch batch;
@@ -165,6 +166,9 @@ TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSou
       interval_loss = 0;
       interval_steps = 0;
     }
+    // Reads that leave the model as they found it (the passkey curve keeps the memory aside).
+    if (read_during_training && tc.eval_every > 0 && (eval_now || last))
+      read_during_training(step + 1);
 
     // Resumable training: save at the end of a step, so the state never mixes two steps.
     if (!resumable) continue;

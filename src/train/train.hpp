@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -38,7 +39,9 @@ struct OptimizerStart {
 
 // Trains an initialised model for cfg.train.steps steps on batches from `train`. Every
 // log_every steps prints a progress line to `out` (step, loss, lr, tokens/s, ETA) and appends a
-// row to `metrics` (if not null); every eval_every steps (if > 0) also evaluates on `valid`.
+// row to `metrics` (if not null); every eval_every steps (if > 0) also evaluates on `valid`
+// and calls `read_during_training(steps_done)` (if set; also after the last step), for reads
+// such as the passkey curve (train/passkey_curve.hpp) that must not change the training.
 //
 // With `resumable`, the training state is saved every save_every steps, and a stop request
 // (SIGTERM, SIGINT; stop_request.hpp) ends the step in progress, saves the state and throws
@@ -46,7 +49,8 @@ struct OptimizerStart {
 // never stopped (same thread count).
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg, BatchSource& train,
                         BatchSource* valid, MetricsLog* metrics, std::ostream& out,
-                        const Resumable* resumable = nullptr, OptimizerStart optimizer = {});
+                        const Resumable* resumable = nullptr, OptimizerStart optimizer = {},
+                        const std::function<void(int)>& read_during_training = {});
 
 // The same on a token stream (a corpus split), cut into cfg.train.batch_size rows.
 TrainReport train_model(TransformerLM<float>& model, const Config& cfg,
