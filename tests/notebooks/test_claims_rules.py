@@ -244,6 +244,35 @@ class T5Settling(unittest.TestCase):
         self.assertTrue(t5[0].endswith("| agree |"))
 
 
+class SkillRule(unittest.TestCase):
+    """The gate's rule applied to the arms a retrieval row judges (rules.no_skill, no_signal,
+    unless): a read that does not retrieve at L, or a fine-tune without passkey rows, is not
+    judged on retrieval, whatever its interval says; the reason is in the verdict."""
+
+    def test_a_read_without_the_skill_at_L_gives_its_reason(self):
+        reason = rules.no_skill("zs_x", seeds(0.0, 0.1, 0.05))
+        self.assertEqual(reason, "no skill at L: zs_x retrieves 0.05 at L, the gate asks 0.9 of "
+                                 "every seed")
+        # One seed below the gate is enough: the gate asks it of every seed.
+        self.assertIsNotNone(rules.no_skill("zs_x", seeds(1.0, 1.0, 0.88)))
+        self.assertIn("has no passkey read at L", rules.no_skill("zs_x", seeds()))
+        self.assertIsNone(rules.no_skill("zs_x", seeds(0.9, 1.0, 0.95)))
+
+    def test_a_fine_tune_without_the_signal_is_outside_the_setting(self):
+        self.assertEqual(rules.no_signal("ft_x", 0.0),
+                         "outside the paper's setting: ft_x is fine-tuned on text without "
+                         "passkey rows, its base learned retrieval from them")
+        self.assertIsNone(rules.no_signal("ft_x", 0.5))
+        self.assertIsNone(rules.no_signal("ft_x", None))  # unknown: not claimed
+
+    def test_unless_overrides_any_verdict_and_counts_as_inconclusive(self):
+        self.assertEqual(rules.unless([None, None], "agree"), "agree")
+        self.assertEqual(rules.unless(["a", None, "b"], "disagree"), "inconclusive (a; b)")
+        record = rules.Tally()
+        rules.tally(record, "P", [rules.unless(["a"], "agree")])
+        self.assertEqual(record.rows, [("P", ["inconclusive"])])
+
+
 class Sensitivity(unittest.TestCase):
     """One analysis choice per row gives the verdict (the protocol's); another is shown beside
     it and never counted. A claim measured outside its paper's setting is inconclusive, with the
@@ -384,8 +413,12 @@ class ContextExtensionTable(unittest.TestCase):
         ntk = self.line(text, "| 5. NTK-aware scaling beats PI without fine-tuning (s = 4, at 4x)")
         self.assertTrue(ntk.endswith("| agree |"), ntk)
         passkey = self.line(text, "| 4. fine-tuning without interpolation")
+        # The skill rule: this study's models never read a passkey at L, so neither fine-tune
+        # is judged on retrieval (before the rule: "inconclusive (both at the floor)").
         self.assertTrue(passkey.endswith(
-            "| agree (loss), inconclusive (both at the floor) (passkey) |"), passkey)
+            "| agree (loss), inconclusive (no skill at L: zs_linear_s4 (where ft_linear_400 "
+            "starts) has no passkey read at L; no skill at L: rope64 (where ft_none_400 starts) "
+            "has no passkey read at L) (passkey) |"), passkey)
 
     def test_whole_chunks_and_context_matched_are_both_shown_one_counted(self):
         # ft_linear_400 reads no further back than 8 bytes: loss 3.0 at positions 0-7 of a

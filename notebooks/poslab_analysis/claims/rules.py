@@ -12,7 +12,15 @@ did"; each one is planted in tests/notebooks/test_claims_rules.py):
     study's protocol and gives the verdict; another choice that would change it is shown beside
     it as a sensitivity, never counted (sensitivity);
   - a claim the runs cannot measure in its paper's setting is inconclusive, with the reason, until
-    it is rerun in that setting (outside_setting; docs/06, "Where the claims stand").
+    it is rerun in that setting (outside_setting; docs/06, "Where the claims stand");
+  - the skill rule, the gate's rule applied to the arms a row judges as well as to the base
+    models: a retrieval row is judged only where each arm it judges has the skill in the setting
+    its paper presupposes. A read that retrieves < 0.9 at L (the zero-shot read itself, or the
+    zero-shot read a fine-tune starts from, with the fine-tune's positions) gives "inconclusive
+    (no skill at L: ...)", and a fine-tune whose data lack the skill's signal (no passkey rows,
+    where the base learned retrieval from them) gives "inconclusive (outside the paper's
+    setting: ...)", the reason in the row (no_skill, no_signal, unless; docs/06, "The skill
+    rule").
 
 Each table row: the published claim, what the paper measured (its metric and range) and what
 poslab measures for the verdict (the same, or why not), the measurement (mean over seeds and its
@@ -75,6 +83,56 @@ def outside_setting(reason):
     is inconclusive until it is rerun in that setting. The reason is part of the verdict, so the
     table says it; the count reads the first word ("inconclusive")."""
     return f"inconclusive ({reason})"
+
+
+# The skill rule. SKILL: the passkey at L every seed of a stage-1 model must reach to count (the
+# protocols' gate, reading/protocol_gates.py); the same threshold for the arms a row judges.
+SKILL = 0.9
+
+
+def no_skill(read, at_l, threshold=SKILL):
+    """The reason a retrieval row cannot judge an arm whose skill is read from `read` (a variant
+    name; its passkey at L per seed in `at_l`, a list or Series): the read retrieves < threshold
+    at L in some seed, or was not read at L. None when every seed has the skill."""
+    x = [float(v) for v in at_l if v == v]
+    if not x:
+        return f"no skill at L: {read} has no passkey read at L"
+    if min(x) < threshold:
+        return (f"no skill at L: {read} retrieves {sum(x) / len(x):.2f} at L, the gate asks "
+                f"{threshold} of every seed")
+    return None
+
+
+def no_signal(arm, passkey_fraction):
+    """The reason a fine-tune `arm` is outside the papers' setting for a retrieval claim: it was
+    fine-tuned on data without the skill's signal (passkey_fraction 0, where its base learned
+    retrieval from passkey rows; in the papers pre-training and fine-tuning data are of one
+    kind). None if its data hold passkey rows, or if the fraction is unknown (None)."""
+    if passkey_fraction is None or passkey_fraction > 0:
+        return None
+    return outside_paper(f"{arm} is fine-tuned on text without passkey rows, its base learned "
+                         f"retrieval from them")
+
+
+def outside_paper(reason):
+    """A reason for `unless`: the arm is not in the setting the paper's effect presupposes
+    (trained with a factor that is applied here at evaluation only, say)."""
+    return f"outside the paper's setting: {reason}"
+
+
+def unless(reasons, judged_verdict):
+    """The verdict of a row under the skill rule: "inconclusive (reason; reason)" if any of
+    `reasons` (None for a condition that holds) says an arm lacks the skill or its signal, else
+    `judged_verdict`, the verdict the row's interval gives."""
+    reasons = [r for r in reasons if r]
+    return f"inconclusive ({'; '.join(reasons)})" if reasons else judged_verdict
+
+
+def qualified(verdict_text, note):
+    """A verdict the numbers support only with a qualification the reader must see (a fine-tune
+    that has not converged, a margin wider than the paper's effect): "agree (note)". The count
+    reads the first word, so the verdict is counted as it is; the note says how far it goes."""
+    return f"{verdict_text} ({note})"
 
 
 def at_bound(values, floor=None, ceiling=None, margin=MARGIN):

@@ -3,7 +3,7 @@ keys keep the perplexity flat up to (L - W) G + W and let the model retrieve a p
 (their README's demo; PG19 perplexity and passkey in the paper). Rules 2 and 3 of the second
 context-extension study: W = 16, G = 16 (the paper's regime, W = L/4; exact to 784 bytes) and,
 as a second row each, W = 56, G = 28 (the pilot's window that keeps retrieval at L; to 280)."""
-from poslab_analysis.claims.rules import fmt, tally, verdict
+from poslab_analysis.claims.rules import fmt, tally, unless, verdict
 from poslab_analysis.statistics import seeds
 from poslab_analysis.statistics.seeds import paired
 
@@ -45,13 +45,15 @@ def context_extension_methods(study, record=None):
             f"end <= {FLAT} at every N agrees, lower end > {FLAT} at any disagrees | {v} |")
     for variant, setting, bound, _, multiples in ARMS:
         v, shown = at_every(multiples,
-                            lambda m: seeds.t_interval(passkey(variant, m * L).tolist()),
+                            lambda m: seeds.proportion_interval(passkey(variant, m * L).tolist()),
                             retrieves)
+        # The skill rule: a zero-shot read that does not retrieve at L has no skill to extend.
+        v = unless(study.skill(variant), v)
         tally(record, NAME, [v])
         lines.append(
             f"| 3. Self-Extend retrieves beyond L without training, {setting} ({NAME}) | passkey "
             f"beyond L (README demo: ~5k tokens, Llama-2 4k) | {variant}, passkey (mean over "
-            f"depths): {shown}; at 1x {study.interval(passkey(variant, L))}; rope64 "
-            f"at 2x {study.interval(passkey('rope64', 2 * L))} | lower end >= {RETRIEVES} agrees, "
+            f"depths): {shown}; at 1x {study.proportion(passkey(variant, L))}; rope64 "
+            f"at 2x {study.proportion(passkey('rope64', 2 * L))} | lower end >= {RETRIEVES} agrees, "
             f"upper end < {RETRIEVES} disagrees | {v} |")
     return lines
