@@ -4,6 +4,7 @@ the paper-metric helpers on data whose answer is known.
 
     /usr/bin/python3 tests/notebooks/test_claims_rules.py        (CTest: claims_rules)
 """
+import math
 import os
 import sys
 import types
@@ -271,6 +272,56 @@ class SkillRule(unittest.TestCase):
         record = rules.Tally()
         rules.tally(record, "P", [rules.unless(["a"], "agree")])
         self.assertEqual(record.rows, [("P", ["inconclusive"])])
+
+
+class Multiplicity(unittest.TestCase):
+    """statistics/multiplicity.py: a verdict's p-value from its interval and rule, and Holm's
+    step-down correction, on cases whose answers are known."""
+
+    def test_t_cdf_matches_closed_forms(self):
+        from poslab_analysis.statistics import multiplicity
+        for t in (0.5, 2.0, 10.0):
+            # df = 1: Cauchy; df = 2: 1/2 + t / (2 sqrt(2 + t^2))
+            self.assertAlmostEqual(multiplicity.t_cdf(t, 1), 0.5 + math.atan(t) / math.pi, 5)
+            self.assertAlmostEqual(multiplicity.t_cdf(t, 2), 0.5 + t / (2 * math.sqrt(2 + t * t)),
+                                   5)
+        self.assertAlmostEqual(multiplicity.t_cdf(4.303, 2), 0.975, 3)
+
+    def test_p_value_is_the_t_test_against_the_rules_threshold(self):
+        from poslab_analysis.statistics import multiplicity
+        # Three seeds, mean 0.2, interval [0.1, 0.3]: se = 0.1 / 4.303. Against 0 (ABOVE_ZERO):
+        # t = 0.2 / se = 8.606, p = 2 (1 - T_2(8.606)); against 0.05 (AT_MOST_005 flipped): the
+        # same se, t = 0.15 / se.
+        interval = (0.2, 0.1, 0.3, 3)
+        se = 0.1 / 4.303
+        for rule, threshold in ((rules.ABOVE_ZERO, 0.0),
+                                ((lambda lo, hi: lo > 0.05, lambda lo, hi: hi < 0.05), 0.05)):
+            t = (0.2 - threshold) / se
+            want = 2 * (1 - (0.5 + t / (2 * math.sqrt(2 + t * t))))
+            got = multiplicity.p_value([(interval, rule)], lambda vs: vs[0], rules.verdict)
+            self.assertAlmostEqual(got, want, 6)
+        # No verdict, no p; one seed, no p.
+        self.assertIsNone(multiplicity.p_value([((0.0, -0.1, 0.1, 3), rules.BEATS)],
+                                               lambda vs: vs[0], rules.verdict))
+        self.assertIsNone(multiplicity.p_value([((0.5, float("nan"), float("nan"), 1),
+                                                 rules.BEATS)], lambda vs: vs[0], rules.verdict))
+
+    def test_holm_steps_down(self):
+        from poslab_analysis.statistics import multiplicity
+        # m = 4: 0.01 <= 0.05/4, 0.015 <= 0.05/3, 0.03 > 0.05/2 stops; 0.04 fails after it.
+        self.assertEqual(multiplicity.holm([0.03, 0.01, 0.04, 0.015]),
+                         [False, True, False, True])
+        self.assertEqual(multiplicity.holm([0.02]), [True])
+
+    def test_the_holm_line_counts_every_comparison(self):
+        record = rules.Tally()
+        rules.tally(record, "P", ["agree"], row="1. P", evidence=[((0.2, 0.1, 0.3, 3),
+                                                                   rules.ABOVE_ZERO)])
+        rules.tally(record, "P", ["inconclusive"], row="2. P",
+                    evidence=[((0.0, -0.1, 0.1, 3), rules.BEATS)])
+        line = record.holm_line()
+        self.assertIn("2 comparisons, 1 verdicts", line)
+        self.assertIn("1 survive: 1. P agree (p = 0.013)", line)
 
 
 class Sensitivity(unittest.TestCase):

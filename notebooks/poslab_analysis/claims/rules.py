@@ -29,7 +29,7 @@ pooled Wilson interval where the unit is an answer), and the verdict by these ru
 rows are in claims/papers/, one module per paper; claims/tables.py says which study's table
 holds which papers.
 """
-from poslab_analysis.statistics import seeds
+from poslab_analysis.statistics import multiplicity, seeds
 from poslab_analysis.statistics.proportions import wilson
 
 # How close to the floor (or ceiling) every seed must be for a side to count as "at" it. A
@@ -196,18 +196,50 @@ def combined_verdict(parts):
 
 class Tally:
     """The verdicts of the claims rows (not the exploratory or reference ones), per paper, for
-    the summary at the top of docs/06."""
+    the summary at the top of docs/06; and, where a row gives the intervals behind its verdict,
+    the verdict's p-value (statistics/multiplicity.py) for the Holm line of a study's table."""
 
     def __init__(self):
         self.rows = []  # (paper, [verdict of each comparison])
+        self.weighed = []  # (row, verdict, p-value or None), rows that gave their intervals
 
     def add(self, paper, parts):
         self.rows.append((paper, [v.split(" ")[0] for v in parts]))
 
+    def weigh(self, row, verdict_text, evidence, combine=None):
+        """Record the p-value of an agree / disagree verdict made from `evidence`, a list of
+        (interval, (agrees, disagrees)) combined by `combine` (one interval: itself)."""
+        first = verdict_text.split(" ")[0]
+        if first not in ("agree", "disagree"):
+            return
+        p = multiplicity.p_value(evidence, combine or (lambda vs: vs[0]), verdict)
+        self.weighed.append((row, first, p))
 
-def tally(record, paper, parts):
+    def holm_line(self):
+        """How many verdicts the table makes and which survive Holm's correction over every
+        comparison it counts (multiplicity.holm at family-wise 0.05)."""
+        m = sum(len(parts) for _, parts in self.rows)
+        made = sum(1 for _, parts in self.rows for v in parts if v in ("agree", "disagree"))
+        tested = [(row, v, p) for row, v, p in self.weighed if p is not None]
+        # The comparisons without a verdict count in m with p = 1: they were tested too.
+        survives = multiplicity.holm([p for _, _, p in tested] + [1.0] * (m - len(tested)))
+        kept = [f"{row} {v} (p = {p:.2g})" for (row, v, p), ok in zip(tested, survives) if ok]
+        lost = [f"{row} {v} (p = {p:.2g})" for (row, v, p), ok in zip(tested, survives) if not ok]
+        untested = made - len(tested)
+        return (f"\nMultiplicity: {m} comparisons, {made} verdicts (agree or disagree). With Holm's "
+                f"correction over the {m} (family-wise 0.05; p from each row's t interval against "
+                f"its threshold, statistics/multiplicity.py), {len(kept)} survive: "
+                f"{'; '.join(kept) or 'none'}. Not surviving: {'; '.join(lost) or 'none'}."
+                + (f" {untested} verdicts have no t interval to test." if untested else ""))
+
+
+def tally(record, paper, parts, row=None, evidence=None, combine=None):
+    """Count a row's verdicts in `record` (a Tally, or None); with `evidence` (the intervals and
+    rules behind its one verdict), also its p-value, under the name `row`."""
     if record is not None:
         record.add(paper, parts)
+        if evidence is not None:
+            record.weigh(row, parts[0], evidence, combine)
 
 
 def table_head(intro):

@@ -58,6 +58,7 @@ MEASUREMENTS = {"study", "run", "loss", "accuracy", "exact_match", "exact_match_
                 "in_distribution_ok", "unigram_loss", "bigram_loss", "train_loss",
                 "train_tokens_per_second", "train_seconds", "commit", SEED_COLUMN,
                 "passkey_greedy_exact_match",
+                "started", "finished",  # when the run started and finished (UTC)
                 "parent"}  # a stage-2 run's parent run: it names the seed, not a condition
 NEGATIVE_CONTROLS = ("parity",)
 

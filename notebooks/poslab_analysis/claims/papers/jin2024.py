@@ -22,10 +22,12 @@ def every(parts):
 
 
 def at_every(multiples, interval_at, judged):
-    """(verdict of `judged` = (agrees, disagrees) at every multiple of L, 'Mx: interval; ...')."""
+    """(verdict of `judged` = (agrees, disagrees) at every multiple of L, 'Mx: interval; ...',
+    the intervals with their rule, for the verdict's p-value)."""
     intervals = [(m, interval_at(m)) for m in multiples]
     return (every([verdict(interval, *judged) for _, interval in intervals]),
-            "; ".join(f"{m}x: {fmt(*interval)}" for m, interval in intervals))
+            "; ".join(f"{m}x: {fmt(*interval)}" for m, interval in intervals),
+            [(interval, judged) for _, interval in intervals])
 
 
 def context_extension_methods(study, record=None):
@@ -34,22 +36,22 @@ def context_extension_methods(study, record=None):
     retrieves = (lambda low, high: low >= RETRIEVES, lambda low, high: high < RETRIEVES)
     lines = []
     for variant, setting, bound, multiples, _ in ARMS:
-        v, shown = at_every(multiples, lambda m: paired(loss(variant, m * L), loss(variant, L)),
-                            flat)
+        v, shown, evidence = at_every(
+            multiples, lambda m: paired(loss(variant, m * L), loss(variant, L)), flat)
         beyond = paired(loss(variant, 16 * L), loss(variant, L))
-        tally(record, NAME, [v])
+        tally(record, NAME, [v], row=f"2. {NAME} ({variant})", evidence=evidence, combine=every)
         lines.append(
             f"| 2. Self-Extend keeps the loss flat up to (L - W) G + W = {bound} bytes, "
             f"{setting} ({NAME}) | perplexity up to the bound, no training | {variant}, loss at "
             f"N minus at 1x: {shown}; beyond the bound, 16x: {fmt(*beyond)} | upper "
             f"end <= {FLAT} at every N agrees, lower end > {FLAT} at any disagrees | {v} |")
     for variant, setting, bound, _, multiples in ARMS:
-        v, shown = at_every(multiples,
-                            lambda m: seeds.proportion_interval(passkey(variant, m * L).tolist()),
-                            retrieves)
+        v, shown, evidence = at_every(
+            multiples, lambda m: seeds.proportion_interval(passkey(variant, m * L).tolist()),
+            retrieves)
         # The skill rule: a zero-shot read that does not retrieve at L has no skill to extend.
         v = unless(study.skill(variant), v)
-        tally(record, NAME, [v])
+        tally(record, NAME, [v], row=f"3. {NAME} ({variant})", evidence=evidence, combine=every)
         lines.append(
             f"| 3. Self-Extend retrieves beyond L without training, {setting} ({NAME}) | passkey "
             f"beyond L (README demo: ~5k tokens, Llama-2 4k) | {variant}, passkey (mean over "

@@ -1,6 +1,7 @@
 """Peng et al. 2023, YaRN (and dynamic NTK scaling): rules 6 to 10 of the context-extension
 study. Dynamic scaling avoids the blow-up beyond s x L; YaRN beats PI and NTK without and after
 fine-tuning, needs fewer fine-tuning steps, and reads beyond its fine-tuning length."""
+from poslab_analysis.claims.papers.jin2024 import every
 from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, fmt, qualified, tally, verdict
 from poslab_analysis.claims.studies.context_extension import CE_BUDGET, CE_BUDGETS, \
     CE_WITHIN, best_of
@@ -75,10 +76,11 @@ def context_extension_retrieval(study, record=None):
     loss, L = study.loss, 64
     lines = []
     # 6. Dynamic scaling against no scaling at every length beyond L; the bigram criterion beside.
-    parts, shown = [], []
+    parts, shown, evidence = [], [], []
     for multiple in (2, 4, 8, 16):
         interval = paired(loss("zs_dynamic_ntk_s1", multiple * L), loss("rope64", multiple * L))
         parts.append(verdict(interval, *BELOW_ZERO))
+        evidence.append((interval, BELOW_ZERO))
         dynamic = loss("zs_dynamic_ntk_s1", multiple * L)
         below = "no runs" if dynamic.empty else "yes" if (dynamic < study.bigram).all() else "no"
         shown.append(f"{multiple}x: {fmt(*interval)} (below bigram in every seed: {below})")
@@ -88,7 +90,7 @@ def context_extension_retrieval(study, record=None):
     # baselines (above the bigram's, above the unigram's), seed by seed.
     if v == "agree":
         v = qualified(v, "against no scaling only: " + baselines_beyond(study, "zs_dynamic_ntk_s1"))
-    tally(record, NAME, [v])
+    tally(record, NAME, [v], row=f"6. {NAME}", evidence=evidence, combine=every)
     lines.append(f"| 6. dynamic scaling avoids the blow-up beyond L, against no scaling "
                  f"({NAME}) | perplexity without fine-tuning beyond L | zs_dynamic_ntk_s1 minus "
                  f"rope64, loss at {'; '.join(shown)} | below 0 at every length agrees, above 0 "

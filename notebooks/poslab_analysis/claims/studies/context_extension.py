@@ -160,7 +160,8 @@ class Study:
         v = unless(reasons, verdict(interval, *judged))
         if note:
             v = qualified(v, note)
-        tally(record, source, [v])
+        tally(record, source, [v], row=f"{claim.split(' ')[0]} {source}",
+              evidence=[(interval, judged)])
         return (f"| {claim} ({source}) | {paper} | {measured}: {fmt(*interval)}{extra} | "
                 f"{rule_text} | {v} |")
 

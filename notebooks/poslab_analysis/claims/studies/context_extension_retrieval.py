@@ -17,7 +17,7 @@ import os
 import pandas as pd
 
 from poslab_analysis.claims.rules import ABOVE_ZERO, compare, fmt, no_signal, no_skill, \
-    table_head, tally, unless
+    Tally, table_head, tally, unless
 from poslab_analysis.claims.studies import context_extension
 from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds
@@ -134,7 +134,12 @@ def table(study_dir, papers, record=None):
              "exact match averaged over 5 depths (the papers: perplexity of LLaMA models on long "
              "documents, passkey accuracy); L = 64 bytes; every difference paired over seeds.")
     lines = table_head(intro)
+    own = Tally()  # this table's verdicts, for its Holm line; then the caller's count
     for paper in papers:
-        lines += paper.context_extension_retrieval(study, record)
+        lines += paper.context_extension_retrieval(study, own)
+    if record is not None:
+        record.rows += own.rows
+        record.weighed += own.weighed
+    lines.append(own.holm_line())
     return "\n".join(lines)
 
