@@ -300,6 +300,13 @@ class Multiplicity(unittest.TestCase):
             want = 2 * (1 - (0.5 + t / (2 * math.sqrt(2 + t * t))))
             got = multiplicity.p_value([(interval, rule)], lambda vs: vs[0], rules.verdict)
             self.assertAlmostEqual(got, want, 6)
+        # Seeds that agree exactly: p = 0. A rule on the mean alone is not tested by its
+        # interval: no p.
+        self.assertEqual(multiplicity.p_value([((0.2, 0.2, 0.2, 3), rules.ABOVE_ZERO)],
+                                              lambda vs: vs[0], rules.verdict), 0.0)
+        on_the_mean = (lambda lo, hi: True, lambda lo, hi: False)
+        self.assertIsNone(multiplicity.p_value([((0.2, 0.1, 0.3, 3), on_the_mean)],
+                                               lambda vs: vs[0], rules.verdict))
         # No verdict, no p; one seed, no p.
         self.assertIsNone(multiplicity.p_value([((0.0, -0.1, 0.1, 3), rules.BEATS)],
                                                lambda vs: vs[0], rules.verdict))

@@ -14,8 +14,8 @@ the verdict holds until k reaches k*, where an end touches the threshold. The ve
 is the level at which that happens, p = 2 (1 - T_{n-1}(k*)): the two-sided p-value of the t test
 of the mean against the threshold, found by the row's own rule, whatever its threshold. A verdict
 made from several intervals (at every length) widens all of them together. A verdict whose
-seeds do not differ at all (se = 0) has p = 0; one that holds at every width (a rule on the mean
-alone) too.
+seeds do not differ at all (se = 0) has p = 0; one that holds at every width although its seeds
+differ (a rule on the mean alone) has none: the interval does not test it.
 
 Only the Python standard library: the t distribution's CDF is integrated from its density.
 """
@@ -66,8 +66,9 @@ def p_value(evidence, combine, verdict_of):
     if given not in ("agree", "disagree"):
         return None
     low, high = seeds.t975(df), 1e6
-    if at(high) == given:
-        return 0.0  # holds at any width: no spread, or a rule on the mean alone
+    if at(high) == given:  # holds at any width: the seeds agree exactly (p = 0), or the rule
+        # reads the mean alone and the interval cannot test it (no p)
+        return 0.0 if all(interval[2] == interval[1] for interval, _ in evidence) else None
     for _ in range(100):  # bisection: at(low) == given, at(high) != given
         middle = (low + high) / 2
         low, high = (middle, high) if at(middle) == given else (low, middle)
