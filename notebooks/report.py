@@ -159,8 +159,9 @@ def run_table(study_dir, summary, planned):
             if "in_distribution_ok" in first and first["in_distribution_ok"] == \
                     first["in_distribution_ok"]:
                 row["gate"] = str(first["in_distribution_ok"]).lower() == "true"
-            if "commit" in first and isinstance(first["commit"], str):
-                row["commit"] = first["commit"]
+            for key in ("commit", "started", "finished"):  # the times: runs since issue 45
+                if key in first and isinstance(first[key], str):
+                    row[key] = first[key]
         if evaluation:
             provenance = evaluation.get("provenance", {})
             row["loss"] = finite(evaluation.get("loss")) if row["loss"] is None else row["loss"]

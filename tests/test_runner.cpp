@@ -32,6 +32,7 @@ extern char** environ;
 
 using namespace poslab::testing;
 using Catch::Contains;
+using Catch::EndsWith;
 namespace fs = std::filesystem;
 
 namespace {
@@ -398,6 +399,26 @@ TEST_CASE("the summary has one row per run and evaluation setting", "[runner]") 
   CHECK(positions[1] == "train.seed=1,1,main,1,8,0,0,2.1");
   CHECK(positions[4] == "train.seed=1,1,length,2,16,0,1,2.5");
   CHECK(positions[5] == "train.seed=2,2,main,,8,0,0,3");
+}
+
+TEST_CASE("the summary carries each run's start and finish, when its eval.json has them",
+          "[runner]") {
+  // The committed summary is the record: "the protocol was committed before any run started"
+  // must be checkable from it (issue 45). Run 2 predates the times and leaves them empty.
+  ScratchDirectory scratch;
+  TwoRunStudy two(scratch.path);
+  two.fake_finished(0, {{"loss", 2.0}, {"seq_len", 8}, {"mem_len", 0}, {"tokens", 64},
+                        {"provenance", {{"commit", "abc123"},
+                                        {"started", "2026-11-27T14:20:01Z"},
+                                        {"finished", "2026-11-27T14:35:59Z"}}}});
+  two.fake_finished(1, {{"loss", 3.0}, {"seq_len", 8}, {"mem_len", 0}, {"tokens", 64},
+                        {"provenance", {{"commit", "abc123"}}}});
+  poslab::write_summary(two.study, two.runs, two.layout);
+  const std::vector<std::string> summary = lines_of(read_file(two.layout.summary()));
+  REQUIRE(summary.size() == 3);
+  CHECK_THAT(summary[0], EndsWith(",train_seconds,commit,started,finished"));
+  CHECK_THAT(summary[1], EndsWith(",abc123,2026-11-27T14:20:01Z,2026-11-27T14:35:59Z"));
+  CHECK_THAT(summary[2], EndsWith(",abc123,,"));
 }
 
 TEST_CASE("shell_quote quotes only what needs it", "[runner]") {

@@ -282,6 +282,11 @@ constexpr const char* kPasskeyGreedyColumn = "passkey_greedy_exact_match";
 constexpr const char* kRunColumns[] = {"in_distribution_ok", "unigram_loss", "bigram_loss",
                                        "train_loss", "train_tokens_per_second", "train_seconds",
                                        "commit"};
+// When the run started and finished (UTC, eval.json's provenance, cli/commands.cpp), after the
+// commit: the committed summary then shows that a protocol committed at some time came before
+// every run. Only when some finished run recorded them, so that the summaries of studies whose
+// runs predate them keep their columns.
+constexpr const char* kRunTimeColumns[] = {"started", "finished"};
 
 // loss_by_copy_distance.csv: after the setting, k, the class (copy, mismatch, no_match), the
 // copy bytes' distances [distance_low, distance_high), the scored bytes and their mean loss.
@@ -342,10 +347,20 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
       if (e.value("kind", "") == "passkey") return true;
     return false;
   });
+  // The run times, when some finished run's provenance holds them.
+  const bool times = std::any_of(runs.begin(), runs.end(), [&](const PlannedRun& run) {
+    const fs::path dir = layout.run_dir(run);
+    if (!fs::is_directory(dir) || !RunDirectory::open(dir).is_complete()) return false;
+    const nlohmann::json eval = RunDirectory::open(dir).read_json("eval.json");
+    return eval.contains("provenance") && eval["provenance"].is_object() &&
+           eval["provenance"].contains("started");
+  });
   if (passkey) header.push_back(kPasskeyDepthColumn);
   for (const char* c : kSettingColumns) header.push_back(c);
   if (passkey) header.push_back(kPasskeyGreedyColumn);
   for (const char* c : kRunColumns) header.push_back(c);
+  if (times)
+    for (const char* c : kRunTimeColumns) header.push_back(c);
   // loss_by_copy_distance.csv (eval.copy_distance): the setting, then one line per class
   // and bucket of train/copy_distance.hpp; written only when some run measured it.
   std::vector<Cell> copies_header = positions_header;
@@ -384,9 +399,11 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
       if (passkey) row.push_back(json_cell(e, kPasskeyDepthColumn));
       for (const char* c : kSettingColumns) row.push_back(json_cell(e, c));
       if (passkey) row.push_back(json_cell(e, kPasskeyGreedyColumn));
+      const nlohmann::json provenance = eval.value("provenance", nlohmann::json());
       for (const char* c : kRunColumns)
-        row.push_back(std::string(c) == "commit" ? json_cell(eval.value("provenance", nlohmann::json()), c)
-                                                 : json_cell(eval, c));
+        row.push_back(std::string(c) == "commit" ? json_cell(provenance, c) : json_cell(eval, c));
+      if (times)
+        for (const char* c : kRunTimeColumns) row.push_back(json_cell(provenance, c));
       summary += csv_line(row);
 
       if (e.contains("copy_distance") && e["copy_distance"].is_object()) {

@@ -19,6 +19,7 @@ from poslab_analysis.reading import study_files  # noqa: E402
 
 SEEDS = (71, 72, 73)
 BIGRAM = 2.4
+UNIGRAM = 3.1
 L = 64
 LENGTHS = (64, 128, 256, 512, 1024)
 STAGE1 = ("rope64", "rope64_sink")
@@ -37,7 +38,7 @@ def run_rows(variant, seed, losses, passkeys=None, streams=None, main_len=L, par
     def row(kind, length, **extra):
         rows.append({"study": "context_extension_methods", "run": run, "train.seed": seed,
                      "variant": variant, "parent": parent, "kind": kind, "seq_len": length,
-                     "factor": length / main_len, "bigram_loss": BIGRAM, "in_distribution_ok":
+                     "factor": length / main_len, "bigram_loss": BIGRAM, "unigram_loss": UNIGRAM, "in_distribution_ok":
                      "true", "train_seconds": train[0], "train_tokens_per_second": train[1],
                      "tokens_per_second": 1000.0, **extra})
     row("main", main_len, loss=losses[main_len] + wiggle)
@@ -52,7 +53,8 @@ def run_rows(variant, seed, losses, passkeys=None, streams=None, main_len=L, par
     return rows
 
 
-def planted_summary(sink_passkey={}, rope_passkey={}):
+def planted_summary(sink_passkey={}, rope_passkey={}, se16_passkey={64: 0.0, 128: 0.0},
+                    ft256_at_4x=1.33):
     """Every rule's answer is known (the comments say which verdict each planted value gives).
     sink_passkey / rope_passkey {seed: passkey at L} override 1.0 (the gate's (b))."""
     rows = []
@@ -73,7 +75,7 @@ def planted_summary(sink_passkey={}, rope_passkey={}):
             rows += run_rows(variant, seed, {64: 1.35, 256: at4}, {256: 0.0})
         # 2. Self-Extend W16: flat to 8x (agree); W56: 4x rises by 0.3 (disagree).
         # 3. W16 retrieves 0 at 2x (disagree); W56 0.9 at 2x and 0.8 at 4x (agree).
-        rows += run_rows("zs_se_w16_g16", seed, flat, {64: 0.0, 128: 0.0})
+        rows += run_rows("zs_se_w16_g16", seed, flat, se16_passkey)
         rows += run_rows("zs_se_w56_g28", seed, {64: 1.30, 128: 1.32, 256: 1.60, 1024: 3.0},
                          {64: 1.0, 128: 0.9, 256: 0.8})
         # 4. ReRoPE w16 + log-n at 1x: +0.005 against rope64 (agree). 6. log-n with ReRoPE and
@@ -89,7 +91,7 @@ def planted_summary(sink_passkey={}, rope_passkey={}):
                          train=(20.0, 20480.0))
         rows += run_rows("randpos_pi", seed, {64: 1.60, 256: 2.5}, {256: 0.0},
                          train=(22.0, 18618.0))
-        rows += run_rows("ft256_pi", seed, {256: 1.35, 64: 1.41, 128: 1.37}, {256: 0.0},
+        rows += run_rows("ft256_pi", seed, {256: ft256_at_4x, 64: 1.41, 128: 1.37}, {256: 0.0},
                          main_len=256, train=(64.0, 25600.0))
     return pd.DataFrame(rows)
 
@@ -138,17 +140,34 @@ class ClaimsMethods(unittest.TestCase):
     def test_every_row_has_its_planted_verdict(self):
         table, _ = self.table(planted_summary())
         got = [v for _, v in verdicts(table)]
-        self.assertEqual(got, [
+        no_sink = ("no attention sink shown: the models have 2 layers, so only the second "
+                   "layer's inputs depend on the context, and a window of 63 at positions inside "
+                   "the cache is the training condition")
+        self.assertEqual([v.split(" (")[0] if i in (5, 9) else v for i, v in enumerate(got)], [
             "agree",                                   # 1. LongRoPE
             "agree", "disagree",                       # 2. Self-Extend flat: W16, W56
-            "disagree", "agree",                       # 3. Self-Extend retrieves: W16, W56
-            "agree",                                   # 4. ReRoPE at L
+            # 3. Self-Extend retrieves: W16 retrieves 0 at L, so the skill rule does not judge it
+            # (the interval alone says "disagree"); W56 retrieves at L: judged
+            "inconclusive (no skill at L: zs_se_w16_g16 retrieves 0.00 at L, the gate asks 0.9 "
+            "of every seed)", "agree",
+            "agree",                                   # 4. ReRoPE at L (qualified, below)
             "agree",                                   # 5. ReRoPE's last bytes fall
             "agree", "agree",                          # 6. log-n with ReRoPE, with Self-Extend
-            "disagree",                                # 6. log-n alone (Chiang & Cholak)
-            "agree",                                   # 7. window collapses (+0.70)
-            "agree",                                   # 8. one learned sink is enough (+0.005)
-            "agree", "agree", "disagree"], table)      # 9.-11. PoSE
+            "inconclusive",                            # 6. log-n alone: outside the setting
+            f"inconclusive ({no_sink})",               # 7. window collapses (+0.70): no sink
+            f"inconclusive ({no_sink}; outside the paper's setting: gpt-oss's learned sink "
+            "logit, not the paper's prepended learned sink token; the threshold 0.02 is the size "
+            "of the paper's whole effect (vanilla, 1 sink against 4: ln(18.49/18.05) = 0.024 "
+            "nats per token of several bytes), and rope64 without a learned sink shows 1 = 4 as "
+            "well)",                                   # 8. one learned sink is enough (+0.005)
+            "agree", "agree",                          # 9., 10. PoSE
+            # 11. PoSE's fine-tune starts from zs_linear_s4, never read at L here
+            "inconclusive (no skill at L: zs_linear_s4 (where pose_pi starts) has no passkey "
+            "read at L)"], table)
+        self.assertTrue(got[5].startswith("agree (on the loss only: +0.38% of rope64's loss at L "
+                                          "against Su's +0.19%"), got[5])
+        self.assertTrue(got[9].startswith("inconclusive (outside the paper's setting: the paper "
+                                          "trains with the log n factor"), got[9])
         self.assertIn("gate dropped 0", table)
         self.assertIn("pose_pi: 409,600 tokens", table)
 
@@ -171,6 +190,28 @@ class ClaimsMethods(unittest.TestCase):
         # Its streams stay: the loss gate alone.
         row7 = next(line for line in table.splitlines() if line.startswith("| 7."))
         self.assertIn("n=3", row7)
+
+
+    def test_skill_rule_a_zero_shot_read_without_the_skill_at_L_is_not_judged(self):
+        # Self-Extend W16 retrieves 0 at L and 0.9 at 2x: a read that "retrieves beyond L"
+        # without retrieving at L. The interval says agree (and did before the skill rule); the
+        # rule says there is no skill to extend.
+        table, _ = self.table(planted_summary(se16_passkey={64: 0.0, 128: 0.9}))
+        got = dict(verdicts(table))
+        w16 = next(v for claim, v in got.items() if claim.startswith("3.") and "W = 16" in claim)
+        self.assertEqual(w16, "inconclusive (no skill at L: zs_se_w16_g16 retrieves 0.00 at L, "
+                              "the gate asks 0.9 of every seed)")
+        # With the skill at L, the same read beyond L is judged.
+        table, _ = self.table(planted_summary(se16_passkey={64: 0.95, 128: 0.9}))
+        got = dict(verdicts(table))
+        w16 = next(v for claim, v in got.items() if claim.startswith("3.") and "W = 16" in claim)
+        self.assertEqual(w16, "agree")
+
+    def test_a_fine_tune_far_from_its_base_is_qualified_not_converged(self):
+        table, _ = self.table(planted_summary(ft256_at_4x=1.45))
+        row9 = next(v for claim, v in verdicts(table) if claim.startswith("9."))
+        self.assertEqual(row9, "agree (at 400 steps, not converged: ft256_pi's own loss at 4x "
+                               "1.450 against rope64's 1.300 at 1x)")
 
 
 if __name__ == "__main__":

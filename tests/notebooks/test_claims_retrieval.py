@@ -21,6 +21,7 @@ from poslab_analysis.statistics import seeds  # noqa: E402
 
 SEEDS = (61, 62, 63)
 BIGRAM = 2.4
+UNIGRAM = 3.1
 L = 64
 
 
@@ -36,7 +37,7 @@ def planted_rows(variant, seed, losses, passkeys, sliding=None, main_len=L, fail
     def row(kind, length, **extra):
         rows.append({"study": "context_extension_retrieval", "run": run, "train.seed": seed,
                      "variant": variant, "parent": parent, "kind": kind, "seq_len": length,
-                     "factor": length / main_len, "bigram_loss": BIGRAM,
+                     "factor": length / main_len, "bigram_loss": BIGRAM, "unigram_loss": UNIGRAM,
                      "in_distribution_ok": "false" if fail_loss else "true", **extra})
     row("main", main_len, loss=losses[main_len] + wiggle)
     for length, loss in losses.items():
@@ -50,9 +51,13 @@ def planted_rows(variant, seed, losses, passkeys, sliding=None, main_len=L, fail
     return rows
 
 
-def planted_study(directory, rope_passkey_at_l=1.0, failing_seed=None, one_depth_seed=None):
+def planted_study(directory, rope_passkey_at_l=1.0, failing_seed=None, one_depth_seed=None,
+                  pi_at_l=0.95, fine_tune_fraction=0.5):
     """rope64 retrieves at L with `rope_passkey_at_l` at every seed, except at `failing_seed`
-    (0.3, below the gate); at `one_depth_seed` its passkey is read at depth 0.5 only."""
+    (0.3, below the gate); at `one_depth_seed` its passkey is read at depth 0.5 only. The
+    zero-shot PI read (where PI's fine-tunes start) retrieves `pi_at_l` at L; the fine-tunes keep
+    `fine_tune_fraction` of passkey rows (study.toml), the base half."""
+    write_study_toml(directory, fine_tune_fraction)
     rows = []
     lengths = (64, 128, 256, 512, 1024)
     for seed in SEEDS:
@@ -66,7 +71,7 @@ def planted_study(directory, rope_passkey_at_l=1.0, failing_seed=None, one_depth
                              {64: 1.0, 256: 0.0})
         # Zero-shot PI spoils the loss at L: the runner's gate fails it, the protocol's keeps it
         # (a stage-2 run counts when its parent does).
-        rows += planted_rows("zs_linear_s4", seed, {64: 2.9, 256: 2.2}, {256: 0.1},
+        rows += planted_rows("zs_linear_s4", seed, {64: 2.9, 256: 2.2}, {64: pi_at_l, 256: 0.1},
                              fail_loss=True)
         rows += planted_rows("zs_ntk_s4", seed, {64: 1.35, 256: 1.8}, {256: 0.3})
         rows += planted_rows("zs_yarn_s4", seed, {64: 1.34, 256: 1.7}, {256: 0.4})
@@ -81,6 +86,18 @@ def planted_study(directory, rope_passkey_at_l=1.0, failing_seed=None, one_depth
         rows += planted_rows("ft_yarn_s8", seed, {64: 1.33, 256: 1.28, 512: 1.29}, {512: 0.8},
                              main_len=256)
     pd.DataFrame(rows).to_csv(os.path.join(directory, "summary.csv"), index=False)
+
+
+def write_study_toml(directory, fine_tune_fraction):
+    """The committed study file's part the skill rule reads: each variant's passkey_fraction."""
+    variants = "".join(
+        f'[[variant]]\nname = "{name}"\nfrom = "rope64"\n[variant.set]\n'
+        f'"train.passkey_fraction" = {fine_tune_fraction}\n'
+        for name in ("ft_none", "ft_linear_s4", "ft_ntk_s4", "ft_yarn_s4", "ft_yarn_s8"))
+    with open(os.path.join(directory, "study.toml"), "w") as f:
+        f.write('[study]\nname = "context_extension_retrieval"\n[base.train]\n'
+                'passkey_fraction = 0.5\n[[variant]]\nname = "rope64"\n[[variant]]\n'
+                'name = "zs_linear_s4"\nfrom = "rope64"\n' + variants)
 
 
 class RetrievalTable(unittest.TestCase):
@@ -146,7 +163,9 @@ class RetrievalTable(unittest.TestCase):
             1: "agree",         # rope64 loss rises from 1x to 2x
             3: "agree",         # ft_linear_s4 at 1x within 0.05 of rope64 (1.33 vs 1.30)
             5: "agree",         # NTK below PI at 4x
-            6: "agree",         # dynamic below no scaling at 2x..16x
+            # dynamic below no scaling at 2x..16x; its loss at 16x (2.5) above the bigram's
+            6: "agree (against no scaling only: above the bigram (2.400) at 16x (3 of 3 "
+               "seeds); below the unigram at every length)",
             7: "agree",         # YaRN below the better of PI and NTK at 4x
             8: "agree",         # ft YaRN below the better fine-tune at 4x
             10: "agree",        # s = 8 flat from 256 to 512 (+0.01)
@@ -158,6 +177,27 @@ class RetrievalTable(unittest.TestCase):
         # passkey at 256 (0.95 vs 0.2) -> agree.
         self.assertEqual(self.verdict_of(table, 2), "agree")
         self.assertEqual(self.verdict_of(table, 4), "agree")
+
+
+    def test_skill_rule_a_fine_tune_that_starts_without_the_skill_is_not_judged(self):
+        # The zero-shot PI read retrieves 0 at L: PI's fine-tune starts without the skill. Its
+        # 0.95 at 4x would say "agree" (it did before the skill rule); the row says why not.
+        table, _ = self.table(pi_at_l=0.0)
+        for number in (2, 4):
+            self.assertEqual(
+                self.verdict_of(table, number),
+                "inconclusive (no skill at L: zs_linear_s4 (where ft_linear_s4 starts) retrieves "
+                "0.00 at L, the gate asks 0.9 of every seed)", f"row {number}")
+
+    def test_skill_rule_a_fine_tune_on_plain_text_is_outside_the_setting(self):
+        table, _ = self.table(fine_tune_fraction=0.0)
+        self.assertEqual(self.verdict_of(table, 2),
+                         "inconclusive (outside the paper's setting: ft_linear_s4 is fine-tuned "
+                         "on text without passkey rows, its base learned retrieval from them)")
+        self.assertIn("ft_none is fine-tuned on text without passkey rows",
+                      self.verdict_of(table, 4))
+        # The loss rows do not need the skill: row 3 is judged as before.
+        self.assertEqual(self.verdict_of(table, 3), "agree")
 
 
 if __name__ == "__main__":

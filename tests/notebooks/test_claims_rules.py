@@ -4,6 +4,7 @@ the paper-metric helpers on data whose answer is known.
 
     /usr/bin/python3 tests/notebooks/test_claims_rules.py        (CTest: claims_rules)
 """
+import math
 import os
 import sys
 import types
@@ -244,6 +245,92 @@ class T5Settling(unittest.TestCase):
         self.assertTrue(t5[0].endswith("| agree |"))
 
 
+class SkillRule(unittest.TestCase):
+    """The gate's rule applied to the arms a retrieval row judges (rules.no_skill, no_signal,
+    unless): a read that does not retrieve at L, or a fine-tune without passkey rows, is not
+    judged on retrieval, whatever its interval says; the reason is in the verdict."""
+
+    def test_a_read_without_the_skill_at_L_gives_its_reason(self):
+        reason = rules.no_skill("zs_x", seeds(0.0, 0.1, 0.05))
+        self.assertEqual(reason, "no skill at L: zs_x retrieves 0.05 at L, the gate asks 0.9 of "
+                                 "every seed")
+        # One seed below the gate is enough: the gate asks it of every seed.
+        self.assertIsNotNone(rules.no_skill("zs_x", seeds(1.0, 1.0, 0.88)))
+        self.assertIn("has no passkey read at L", rules.no_skill("zs_x", seeds()))
+        self.assertIsNone(rules.no_skill("zs_x", seeds(0.9, 1.0, 0.95)))
+
+    def test_a_fine_tune_without_the_signal_is_outside_the_setting(self):
+        self.assertEqual(rules.no_signal("ft_x", 0.0),
+                         "outside the paper's setting: ft_x is fine-tuned on text without "
+                         "passkey rows, its base learned retrieval from them")
+        self.assertIsNone(rules.no_signal("ft_x", 0.5))
+        self.assertIsNone(rules.no_signal("ft_x", None))  # unknown: not claimed
+
+    def test_unless_overrides_any_verdict_and_counts_as_inconclusive(self):
+        self.assertEqual(rules.unless([None, None], "agree"), "agree")
+        self.assertEqual(rules.unless(["a", None, "b"], "disagree"), "inconclusive (a; b)")
+        record = rules.Tally()
+        rules.tally(record, "P", [rules.unless(["a"], "agree")])
+        self.assertEqual(record.rows, [("P", ["inconclusive"])])
+
+
+class Multiplicity(unittest.TestCase):
+    """statistics/multiplicity.py: a verdict's p-value from its interval and rule, and Holm's
+    step-down correction, on cases whose answers are known."""
+
+    def test_t_cdf_matches_closed_forms(self):
+        from poslab_analysis.statistics import multiplicity
+        for t in (0.5, 2.0, 10.0):
+            # df = 1: Cauchy; df = 2: 1/2 + t / (2 sqrt(2 + t^2))
+            self.assertAlmostEqual(multiplicity.t_cdf(t, 1), 0.5 + math.atan(t) / math.pi, 5)
+            self.assertAlmostEqual(multiplicity.t_cdf(t, 2), 0.5 + t / (2 * math.sqrt(2 + t * t)),
+                                   5)
+        self.assertAlmostEqual(multiplicity.t_cdf(4.303, 2), 0.975, 3)
+
+    def test_p_value_is_the_t_test_against_the_rules_threshold(self):
+        from poslab_analysis.statistics import multiplicity
+        # Three seeds, mean 0.2, interval [0.1, 0.3]: se = 0.1 / 4.303. Against 0 (ABOVE_ZERO):
+        # t = 0.2 / se = 8.606, p = 2 (1 - T_2(8.606)); against 0.05 (AT_MOST_005 flipped): the
+        # same se, t = 0.15 / se.
+        interval = (0.2, 0.1, 0.3, 3)
+        se = 0.1 / 4.303
+        for rule, threshold in ((rules.ABOVE_ZERO, 0.0),
+                                ((lambda lo, hi: lo > 0.05, lambda lo, hi: hi < 0.05), 0.05)):
+            t = (0.2 - threshold) / se
+            want = 2 * (1 - (0.5 + t / (2 * math.sqrt(2 + t * t))))
+            got = multiplicity.p_value([(interval, rule)], lambda vs: vs[0], rules.verdict)
+            self.assertAlmostEqual(got, want, 6)
+        # Seeds that agree exactly: p = 0. A rule on the mean alone is not tested by its
+        # interval: no p.
+        self.assertEqual(multiplicity.p_value([((0.2, 0.2, 0.2, 3), rules.ABOVE_ZERO)],
+                                              lambda vs: vs[0], rules.verdict), 0.0)
+        on_the_mean = (lambda lo, hi: True, lambda lo, hi: False)
+        self.assertIsNone(multiplicity.p_value([((0.2, 0.1, 0.3, 3), on_the_mean)],
+                                               lambda vs: vs[0], rules.verdict))
+        # No verdict, no p; one seed, no p.
+        self.assertIsNone(multiplicity.p_value([((0.0, -0.1, 0.1, 3), rules.BEATS)],
+                                               lambda vs: vs[0], rules.verdict))
+        self.assertIsNone(multiplicity.p_value([((0.5, float("nan"), float("nan"), 1),
+                                                 rules.BEATS)], lambda vs: vs[0], rules.verdict))
+
+    def test_holm_steps_down(self):
+        from poslab_analysis.statistics import multiplicity
+        # m = 4: 0.01 <= 0.05/4, 0.015 <= 0.05/3, 0.03 > 0.05/2 stops; 0.04 fails after it.
+        self.assertEqual(multiplicity.holm([0.03, 0.01, 0.04, 0.015]),
+                         [False, True, False, True])
+        self.assertEqual(multiplicity.holm([0.02]), [True])
+
+    def test_the_holm_line_counts_every_comparison(self):
+        record = rules.Tally()
+        rules.tally(record, "P", ["agree"], row="1. P", evidence=[((0.2, 0.1, 0.3, 3),
+                                                                   rules.ABOVE_ZERO)])
+        rules.tally(record, "P", ["inconclusive"], row="2. P",
+                    evidence=[((0.0, -0.1, 0.1, 3), rules.BEATS)])
+        line = record.holm_line()
+        self.assertIn("2 comparisons, 1 verdicts", line)
+        self.assertIn("1 survive: 1. P agree (p = 0.013)", line)
+
+
 class Sensitivity(unittest.TestCase):
     """One analysis choice per row gives the verdict (the protocol's); another is shown beside
     it and never counted. A claim measured outside its paper's setting is inconclusive, with the
@@ -384,8 +471,12 @@ class ContextExtensionTable(unittest.TestCase):
         ntk = self.line(text, "| 5. NTK-aware scaling beats PI without fine-tuning (s = 4, at 4x)")
         self.assertTrue(ntk.endswith("| agree |"), ntk)
         passkey = self.line(text, "| 4. fine-tuning without interpolation")
+        # The skill rule: this study's models never read a passkey at L, so neither fine-tune
+        # is judged on retrieval (before the rule: "inconclusive (both at the floor)").
         self.assertTrue(passkey.endswith(
-            "| agree (loss), inconclusive (both at the floor) (passkey) |"), passkey)
+            "| agree (loss), inconclusive (no skill at L: zs_linear_s4 (where ft_linear_400 "
+            "starts) has no passkey read at L; no skill at L: rope64 (where ft_none_400 starts) "
+            "has no passkey read at L) (passkey) |"), passkey)
 
     def test_whole_chunks_and_context_matched_are_both_shown_one_counted(self):
         # ft_linear_400 reads no further back than 8 bytes: loss 3.0 at positions 0-7 of a

@@ -12,7 +12,15 @@ did"; each one is planted in tests/notebooks/test_claims_rules.py):
     study's protocol and gives the verdict; another choice that would change it is shown beside
     it as a sensitivity, never counted (sensitivity);
   - a claim the runs cannot measure in its paper's setting is inconclusive, with the reason, until
-    it is rerun in that setting (outside_setting; docs/06, "Where the claims stand").
+    it is rerun in that setting (outside_setting; docs/06, "Where the claims stand");
+  - the skill rule, the gate's rule applied to the arms a row judges as well as to the base
+    models: a retrieval row is judged only where each arm it judges has the skill in the setting
+    its paper presupposes. A read that retrieves < 0.9 at L (the zero-shot read itself, or the
+    zero-shot read a fine-tune starts from, with the fine-tune's positions) gives "inconclusive
+    (no skill at L: ...)", and a fine-tune whose data lack the skill's signal (no passkey rows,
+    where the base learned retrieval from them) gives "inconclusive (outside the paper's
+    setting: ...)", the reason in the row (no_skill, no_signal, unless; docs/06, "The skill
+    rule").
 
 Each table row: the published claim, what the paper measured (its metric and range) and what
 poslab measures for the verdict (the same, or why not), the measurement (mean over seeds and its
@@ -21,7 +29,7 @@ pooled Wilson interval where the unit is an answer), and the verdict by these ru
 rows are in claims/papers/, one module per paper; claims/tables.py says which study's table
 holds which papers.
 """
-from poslab_analysis.statistics import seeds
+from poslab_analysis.statistics import multiplicity, seeds
 from poslab_analysis.statistics.proportions import wilson
 
 # How close to the floor (or ceiling) every seed must be for a side to count as "at" it. A
@@ -75,6 +83,56 @@ def outside_setting(reason):
     is inconclusive until it is rerun in that setting. The reason is part of the verdict, so the
     table says it; the count reads the first word ("inconclusive")."""
     return f"inconclusive ({reason})"
+
+
+# The skill rule. SKILL: the passkey at L every seed of a stage-1 model must reach to count (the
+# protocols' gate, reading/protocol_gates.py); the same threshold for the arms a row judges.
+SKILL = 0.9
+
+
+def no_skill(read, at_l, threshold=SKILL):
+    """The reason a retrieval row cannot judge an arm whose skill is read from `read` (a variant
+    name; its passkey at L per seed in `at_l`, a list or Series): the read retrieves < threshold
+    at L in some seed, or was not read at L. None when every seed has the skill."""
+    x = [float(v) for v in at_l if v == v]
+    if not x:
+        return f"no skill at L: {read} has no passkey read at L"
+    if min(x) < threshold:
+        return (f"no skill at L: {read} retrieves {sum(x) / len(x):.2f} at L, the gate asks "
+                f"{threshold} of every seed")
+    return None
+
+
+def no_signal(arm, passkey_fraction):
+    """The reason a fine-tune `arm` is outside the papers' setting for a retrieval claim: it was
+    fine-tuned on data without the skill's signal (passkey_fraction 0, where its base learned
+    retrieval from passkey rows; in the papers pre-training and fine-tuning data are of one
+    kind). None if its data hold passkey rows, or if the fraction is unknown (None)."""
+    if passkey_fraction is None or passkey_fraction > 0:
+        return None
+    return outside_paper(f"{arm} is fine-tuned on text without passkey rows, its base learned "
+                         f"retrieval from them")
+
+
+def outside_paper(reason):
+    """A reason for `unless`: the arm is not in the setting the paper's effect presupposes
+    (trained with a factor that is applied here at evaluation only, say)."""
+    return f"outside the paper's setting: {reason}"
+
+
+def unless(reasons, judged_verdict):
+    """The verdict of a row under the skill rule: "inconclusive (reason; reason)" if any of
+    `reasons` (None for a condition that holds) says an arm lacks the skill or its signal, else
+    `judged_verdict`, the verdict the row's interval gives."""
+    reasons = [r for r in reasons if r]
+    return f"inconclusive ({'; '.join(reasons)})" if reasons else judged_verdict
+
+
+def qualified(verdict_text, note):
+    """A verdict the numbers support only with a qualification the reader must see (a fine-tune
+    that has not converged, a margin wider than the paper's effect): "agree (note)". The count
+    reads the first word, so the verdict is counted as it is; the note says how far it goes."""
+    return f"{verdict_text} ({note})"
 
 
 def at_bound(values, floor=None, ceiling=None, margin=MARGIN):
@@ -138,18 +196,50 @@ def combined_verdict(parts):
 
 class Tally:
     """The verdicts of the claims rows (not the exploratory or reference ones), per paper, for
-    the summary at the top of docs/06."""
+    the summary at the top of docs/06; and, where a row gives the intervals behind its verdict,
+    the verdict's p-value (statistics/multiplicity.py) for the Holm line of a study's table."""
 
     def __init__(self):
         self.rows = []  # (paper, [verdict of each comparison])
+        self.weighed = []  # (row, verdict, p-value or None), rows that gave their intervals
 
     def add(self, paper, parts):
         self.rows.append((paper, [v.split(" ")[0] for v in parts]))
 
+    def weigh(self, row, verdict_text, evidence, combine=None):
+        """Record the p-value of an agree / disagree verdict made from `evidence`, a list of
+        (interval, (agrees, disagrees)) combined by `combine` (one interval: itself)."""
+        first = verdict_text.split(" ")[0]
+        if first not in ("agree", "disagree"):
+            return
+        p = multiplicity.p_value(evidence, combine or (lambda vs: vs[0]), verdict)
+        self.weighed.append((row, first, p))
 
-def tally(record, paper, parts):
+    def holm_line(self):
+        """How many verdicts the table makes and which survive Holm's correction over every
+        comparison it counts (multiplicity.holm at family-wise 0.05)."""
+        m = sum(len(parts) for _, parts in self.rows)
+        made = sum(1 for _, parts in self.rows for v in parts if v in ("agree", "disagree"))
+        tested = [(row, v, p) for row, v, p in self.weighed if p is not None]
+        # The comparisons without a verdict count in m with p = 1: they were tested too.
+        survives = multiplicity.holm([p for _, _, p in tested] + [1.0] * (m - len(tested)))
+        kept = [f"{row} {v} (p = {p:.2g})" for (row, v, p), ok in zip(tested, survives) if ok]
+        lost = [f"{row} {v} (p = {p:.2g})" for (row, v, p), ok in zip(tested, survives) if not ok]
+        untested = made - len(tested)
+        return (f"\nMultiplicity: {m} comparisons, {made} verdicts (agree or disagree). With Holm's "
+                f"correction over the {m} (family-wise 0.05; p from each row's t interval against "
+                f"its threshold, statistics/multiplicity.py), {len(kept)} survive: "
+                f"{'; '.join(kept) or 'none'}. Not surviving: {'; '.join(lost) or 'none'}."
+                + (f" {untested} verdicts have no t interval to test." if untested else ""))
+
+
+def tally(record, paper, parts, row=None, evidence=None, combine=None):
+    """Count a row's verdicts in `record` (a Tally, or None); with `evidence` (the intervals and
+    rules behind its one verdict), also its p-value, under the name `row`."""
     if record is not None:
         record.add(paper, parts)
+        if evidence is not None:
+            record.weigh(row, parts[0], evidence, combine)
 
 
 def table_head(intro):

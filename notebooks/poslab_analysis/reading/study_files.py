@@ -168,7 +168,8 @@ def load(study_dir):
 
 def variant_table(study_dir):
     """One row per variant of the committed study file: variant, parent (variant name or ""),
-    steps, seq_len (training length), scaling, factor, encoding, log_n (off, eval, always)."""
+    steps, seq_len (training length), scaling, factor, encoding, log_n (off, eval, always),
+    passkey_fraction (the share of training rows that are passkey instances)."""
     with open(os.path.join(study_dir, "study.toml"), "rb") as f:
         study = tomllib.load(f)
     base = study.get("base", {})
@@ -186,5 +187,6 @@ def variant_table(study_dir):
                      "scaling": get("encoding.scaling", "none"),
                      "factor": float(get("encoding.factor", 1.0)),
                      "encoding": get("encoding.type", ""),
-                     "log_n": get("encoding.log_n", "off")})
+                     "log_n": get("encoding.log_n", "off"),
+                     "passkey_fraction": float(get("train.passkey_fraction", 0.0))})
     return pd.DataFrame(rows).set_index("variant")

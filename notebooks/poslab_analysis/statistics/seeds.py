@@ -58,6 +58,7 @@ MEASUREMENTS = {"study", "run", "loss", "accuracy", "exact_match", "exact_match_
                 "in_distribution_ok", "unigram_loss", "bigram_loss", "train_loss",
                 "train_tokens_per_second", "train_seconds", "commit", SEED_COLUMN,
                 "passkey_greedy_exact_match",
+                "started", "finished",  # when the run started and finished (UTC)
                 "parent"}  # a stage-2 run's parent run: it names the seed, not a condition
 NEGATIVE_CONTROLS = ("parity",)
 
@@ -205,3 +206,26 @@ def paired(a, b):
     have."""
     common = a.index.intersection(b.index)
     return t_interval((a[common] - b[common]).tolist())
+
+
+def proportion_interval(values):
+    """The interval of a proportion's mean over seeds (passkey retrieval, say): the 95% t interval
+    of t_interval with its ends clipped to [0, 1], the values the proportion can take. It stays an
+    interval over seeds (a rerun draws new seeds; the seed-to-seed spread of retrieval is far wider
+    than the sampling error of one run's 250 answers, whose Wilson interval would hide it);
+    clipping moves no verdict whose threshold lies in [0, 1]. docs/06, "Intervals of a
+    proportion"."""
+    return clipped(t_interval(values), 0.0, 1.0)
+
+
+def paired_proportion(a, b):
+    """paired(a, b) for a proportion: the difference of two proportions lies in [-1, 1]."""
+    return clipped(paired(a, b), -1.0, 1.0)
+
+
+def clipped(interval, low, high):
+    """(mean, low, high, n) with its ends clipped to [low, high] (NaN ends stay NaN)."""
+    mean, lo, hi, n = interval
+    if n < 2:
+        return interval
+    return mean, max(lo, low), min(hi, high), n

@@ -2,7 +2,7 @@
 study, NTK-aware scaling beats PI without fine-tuning (s = 4), on the study's runs and, if it has
 run, on settling run 6."""
 from poslab_analysis.claims.rules import BELOW_ZERO, fmt
-from poslab_analysis.statistics.seeds import paired
+from poslab_analysis.statistics.seeds import paired, paired_proportion
 
 NAME = "bloc97 2023"
 
@@ -33,4 +33,4 @@ def context_extension_retrieval(study, record=None):
         paired(study.loss("zs_ntk_s4", 4 * L), study.loss("zs_linear_s4", 4 * L)),
         "interval below 0", BELOW_ZERO, record,
         f"; passkey at 4x, NTK minus PI: "
-        f"{fmt(*paired(study.passkey('zs_ntk_s4', 4 * L), study.passkey('zs_linear_s4', 4 * L)))}")]
+        f"{fmt(*paired_proportion(study.passkey('zs_ntk_s4', 4 * L), study.passkey('zs_linear_s4', 4 * L)))}")]

@@ -20,5 +20,5 @@ def context_extension_methods(study, record=None):
         "zs_longrope_s4 minus the best of zs_linear_s4, zs_ntk_s4 and zs_yarn_s4 (per seed), "
         "loss at 4x", paired(loss("zs_longrope_s4", 4 * L), best),
         "interval below 0 agrees, above 0 disagrees", BELOW_ZERO, record,
-        f"; passkey at 4x: LongRoPE {study.interval(study.passkey('zs_longrope_s4', 4 * L))}, "
-        f"YaRN {study.interval(study.passkey('zs_yarn_s4', 4 * L))}")]
+        f"; passkey at 4x: LongRoPE {study.proportion(study.passkey('zs_longrope_s4', 4 * L))}, "
+        f"YaRN {study.proportion(study.passkey('zs_yarn_s4', 4 * L))}")]

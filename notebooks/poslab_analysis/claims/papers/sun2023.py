@@ -1,7 +1,7 @@
 """Sun et al. 2023, xPos: rule 12 of the context-extension study, xPos extrapolates better than
 RoPE (the paper with blockwise causal attention; poslab reads it with plain attention)."""
 from poslab_analysis.claims.rules import BELOW_ZERO, fmt
-from poslab_analysis.statistics.seeds import paired
+from poslab_analysis.statistics.seeds import paired, paired_proportion
 
 NAME = "Sun et al. 2023"
 
@@ -25,4 +25,4 @@ def context_extension_retrieval(study, record=None):
         "xpos64 minus rope64, loss at 4x", paired(loss("xpos64", 4 * L), loss("rope64", 4 * L)),
         "interval below 0", BELOW_ZERO, record,
         f"; at 1x: {fmt(*paired(loss('xpos64', L), loss('rope64', L)))}; passkey at 4x, xPos "
-        f"minus RoPE: {fmt(*paired(study.passkey('xpos64', 4 * L), study.passkey('rope64', 4 * L)))}")]
+        f"minus RoPE: {fmt(*paired_proportion(study.passkey('xpos64', 4 * L), study.passkey('rope64', 4 * L)))}")]

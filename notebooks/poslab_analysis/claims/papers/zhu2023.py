@@ -2,6 +2,7 @@
 as well as fine-tuning at L' does, and far better than random position ids (RandPos). Table 1:
 LLaMA-7B, 2k -> 16k with linear PI, perplexity on GovReport at 2k, 4k, 8k and 16k (every length
 from L to L'); the PoSE study reads 64 -> 256 bytes at 64, 128, 192 and 256."""
+from poslab_analysis.claims.papers.chen2023 import not_converged
 from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, fmt
 from poslab_analysis.statistics import seeds
 from poslab_analysis.statistics.seeds import paired
@@ -43,19 +44,24 @@ def context_extension_methods(study, record=None):
         paired(loss("pose_pi", 4 * L), loss("ft256_pi", 4 * L)),
         "upper end <= 0.05 agrees, lower end > 0.05 disagrees", AT_MOST_005, record,
         f"; 2x: {fmt(*paired(loss('pose_pi', 2 * L), loss('ft256_pi', 2 * L)))}; cost "
-        f"(train_seconds: one thread beside another run): {costs}")]
+        f"(train_seconds: one thread beside another run): {costs}",
+        note=not_converged(study, "ft256_pi", "rope64"))]
     lines.append(study.row(
         "10. PoSE beats RandPos (s = 4)", NAME,
         "perplexity at L' (PoSE 4.60, RandPos 15.16 at 16k); here the loss at 4x, plain positions",
         "pose_pi minus randpos_pi, loss at 4x",
         paired(loss("pose_pi", 4 * L), loss("randpos_pi", 4 * L)),
         "interval below 0 agrees, above 0 disagrees", BELOW_ZERO, record))
-    at_target = seeds.t_interval(passkey("pose_pi", 4 * L).tolist())
+    # 11. The skill rule: PoSE's fine-tune starts from the zero-shot PI read (zs_linear_s4),
+    # which must retrieve at L, and is fine-tuned on plain text (no passkey rows).
+    at_target = seeds.proportion_interval(passkey("pose_pi", 4 * L).tolist())
     lines.append(study.row(
         "11. PoSE retrieves within its target (s = 4)", NAME,
         "passkey >= 90% inside the target length (Fig. 2b)", "pose_pi, passkey at 4x (mean over "
         "depths)", at_target, "lower end >= 0.9 agrees, upper end < 0.9 disagrees",
         (lambda low, high: low >= 0.9, lambda low, high: high < 0.9), record,
-        f"; at 1x {study.interval(passkey('pose_pi', L))}; ft256_pi at 4x "
-        f"{study.interval(passkey('ft256_pi', 4 * L))}"))
+        f"; at 1x {study.proportion(passkey('pose_pi', L))}; ft256_pi at 4x "
+        f"{study.proportion(passkey('ft256_pi', 4 * L))}; zs_linear_s4 at 1x "
+        f"{study.proportion(passkey('zs_linear_s4', L))}",
+        reasons=study.skill("pose_pi", start="zs_linear_s4")))
     return lines

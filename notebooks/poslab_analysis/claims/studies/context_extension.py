@@ -7,7 +7,7 @@ seed). Its table: the gate line, the papers' rows, and a note on settling run 6 
 import numpy as np
 import pandas as pd
 
-from poslab_analysis.claims.rules import fmt, table_head, tally, verdict
+from poslab_analysis.claims.rules import fmt, qualified, table_head, tally, unless, verdict
 from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds
 
@@ -151,11 +151,17 @@ class Study:
                 f"too): {fmt(*make(False))}")
 
     @staticmethod
-    def row(claim, source, paper, measured, interval, rule_text, judged, record, extra=""):
+    def row(claim, source, paper, measured, interval, rule_text, judged, record, extra="",
+            reasons=(), note=None):
         """A claims row of `source` (a paper's name), judged by `judged` = (agrees, disagrees)
-        on `interval`; the verdict is counted in `record`."""
-        v = verdict(interval, *judged)
-        tally(record, source, [v])
+        on `interval`, unless one of `reasons` says an arm lacks the skill or the paper's setting
+        (rules.unless); `note` qualifies the verdict (rules.qualified). The verdict is counted in
+        `record`."""
+        v = unless(reasons, verdict(interval, *judged))
+        if note:
+            v = qualified(v, note)
+        tally(record, source, [v], row=f"{claim.split(' ')[0]} {source}",
+              evidence=[(interval, judged)])
         return (f"| {claim} ({source}) | {paper} | {measured}: {fmt(*interval)}{extra} | "
                 f"{rule_text} | {v} |")
 

@@ -13,7 +13,7 @@ rows need only the loss gate (their question is the loss)."""
 
 import pandas as pd
 
-from poslab_analysis.claims.rules import fmt, table_head
+from poslab_analysis.claims.rules import Tally, fmt, table_head
 from poslab_analysis.claims.studies import context_extension_retrieval
 from poslab_analysis.statistics import seeds
 
@@ -95,9 +95,14 @@ def table(study_dir, papers, record=None):
              "token by token (the papers: perplexity or loss of LLaMA-size models on long "
              "documents, passkey accuracy); L = 64 bytes; every difference paired over seeds.")
     lines = table_head(intro)
+    own = Tally()  # this table's verdicts, for its Holm line; then the caller's count
     for paper in papers:
-        lines += paper.context_extension_methods(study, record)
+        lines += paper.context_extension_methods(study, own)
+    if record is not None:
+        record.rows += own.rows
+        record.weighed += own.weighed
     lines.append(cost_line(study))
+    lines.append(own.holm_line())
     return "\n".join(lines)
 
 

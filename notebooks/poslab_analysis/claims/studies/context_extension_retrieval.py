@@ -12,9 +12,12 @@ too): a stage-1 run counts if its loss at L is below the bigram baseline and its
 dropped with their parent, not by their own loss). Its table: the gate line, then the papers'
 rows."""
 
+import os
+
 import pandas as pd
 
-from poslab_analysis.claims.rules import ABOVE_ZERO, compare, fmt, table_head, tally
+from poslab_analysis.claims.rules import ABOVE_ZERO, compare, fmt, no_signal, no_skill, \
+    Tally, table_head, tally, unless
 from poslab_analysis.claims.studies import context_extension
 from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds
@@ -35,6 +38,8 @@ class Study:
         self.by_position = study_files.read_loss_by_position(study_dir)
         self.kept = set(self.summary["run"][seeds.gate_passed(self.summary)])
         self.bigram = float(self.summary["bigram_loss"].iloc[0])
+        self.unigram = (float(self.summary["unigram_loss"].iloc[0])
+                        if "unigram_loss" in self.summary else float("nan"))
 
     def _rows(self, variant, kinds, length):
         s = self.summary
@@ -66,14 +71,42 @@ class Study:
                   & (bp["position"] >= first) & (bp["position"] < end)]
         return rows.groupby("train.seed")["loss"].mean()
 
+    def passkey_fraction(self, variant):
+        """The share of `variant`'s training rows that were passkey instances (study.toml; the
+        variant's own value, else the base's), or None if the study has no study.toml."""
+        path = os.path.join(self.dir, "study.toml")
+        if not os.path.exists(path):
+            return None
+        info = study_files.variant_table(self.dir)
+        return float(info.loc[variant, "passkey_fraction"]) if variant in info.index else None
+
+    def skill(self, arm, start=None):
+        """The skill rule's reasons (rules.no_skill, rules.no_signal) for a retrieval row that
+        judges `arm`: a zero-shot read (start None) is read at L itself; a fine-tune names
+        `start`, the zero-shot read with its positions it starts from (PI's fine-tunes start
+        from zs_linear_s4), and must have been fine-tuned on passkey rows."""
+        if start is None:
+            return [no_skill(arm, self.passkey(arm, TRAIN_LEN))]
+        return [no_skill(f"{start} (where {arm} starts)", self.passkey(start, TRAIN_LEN)),
+                no_signal(arm, self.passkey_fraction(arm))]
+
+    @staticmethod
+    def proportion(series):
+        """fmt of a proportion's interval over seeds, bounded to [0, 1]
+        (seeds.proportion_interval)."""
+        return fmt(*seeds.proportion_interval(series.tolist()))
+
     row = staticmethod(context_extension.Study.row)
     reference = staticmethod(context_extension.Study.reference)
 
     @staticmethod
-    def passkey_row(claim, source, paper, measured, a, b, record, extra=""):
+    def passkey_row(claim, source, paper, measured, a, b, record, extra="", reasons=()):
         """A claims row on passkey: A - B per seed, inconclusive when both sides sit at the
-        floor (0) or the ceiling (1) of the metric; counted in `record`."""
+        floor (0) or the ceiling (1) of the metric, or when an arm lacks the skill (`reasons`,
+        the skill rule); the interval bounded to [-1, 1]; counted in `record`."""
         interval, v = compare(a, b, ABOVE_ZERO, floor=0.0, ceiling=1.0)
+        interval = seeds.clipped(interval, -1.0, 1.0)
+        v = unless(reasons, v)
         tally(record, source, [v])
         return f"| {claim} ({source}) | {paper} | {measured}: {fmt(*interval)}{extra} | " \
                f"interval above 0 | {v} |"
@@ -101,7 +134,12 @@ def table(study_dir, papers, record=None):
              "exact match averaged over 5 depths (the papers: perplexity of LLaMA models on long "
              "documents, passkey accuracy); L = 64 bytes; every difference paired over seeds.")
     lines = table_head(intro)
+    own = Tally()  # this table's verdicts, for its Holm line; then the caller's count
     for paper in papers:
-        lines += paper.context_extension_retrieval(study, record)
+        lines += paper.context_extension_retrieval(study, own)
+    if record is not None:
+        record.rows += own.rows
+        record.weighed += own.weighed
+    lines.append(own.holm_line())
     return "\n".join(lines)
 
