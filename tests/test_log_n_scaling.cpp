@@ -1,6 +1,6 @@
 // Log-n attention scaling (src/encodings/log_n_scaling.hpp, nn/attention.hpp), against
-// ../shared/REFERENCE.md, "Log-n attention scaling", written from the formula, not the code:
-//   1. f(n) = max(1, ln n / ln L): REFERENCE.md's worked numbers (L = 64: 1 up to 64, 4/3 at
+// docs/conventions.md, "Log-n scaling", written from the formula, not the code:
+//   1. f(n) = max(1, ln n / ln L): the worked numbers of docs/conventions.md (L = 64: 1 up to 64, 4/3 at
 //      n = 256 = Qwen at t + 1 = 256 = LongRoPE's su at s = 4), and clipping below L;
 //   2. in an attention layer, for encodings of every hook kind (none, alibi's bias, rope's
 //      rotation, shaw's query term) and with memory and same_length: the probabilities with log-n
@@ -27,7 +27,7 @@ using namespace poslab;
 using namespace poslab::testing;
 using Catch::Contains;
 
-TEST_CASE("log-n: f(n) = max(1, ln n / ln L), REFERENCE.md's numbers", "[log_n]") {
+TEST_CASE("log-n: f(n) = max(1, ln n / ln L), the conventions page's numbers", "[log_n]") {
   const LogNScaling at64{LogNScaling::Mode::always, 64};
   CHECK(at64.factor(1) == 1.0);   // ln 1 / ln 64 = 0: clipped
   CHECK(at64.factor(63) == 1.0);  // below L: clipped

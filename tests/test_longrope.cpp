@@ -1,5 +1,5 @@
 // LongRoPE frequencies (rope's scaling = longrope; src/encodings/rope_scaling.hpp, rope.cpp),
-// against ../shared/REFERENCE.md, "LongRoPE", written from its formulas, not from the code:
+// against docs/conventions.md, "LongRoPE", written from its formulas, not from the code:
 //   1. `encodings --describe rope --csv`: theta'_i = 1 / (lambda_i b^(2i/d)) with lambda the
 //      short list while the call covers K <= L keys and the long list when K > L (strict '>', as
 //      Hugging Face's longrope_frequency_update: K = L is still short), or a fixed list; the
@@ -47,12 +47,12 @@ struct LongRopeSetting {
   std::vector<double> short_factor, long_factor;
   std::string which;     // longrope_factors
   double attention = 0;  // the option (0: default)
-  bool long_expected;    // the list REFERENCE.md's rule picks
+  bool long_expected;    // the list the conventions page's rule picks
 };
 
 }  // namespace
 
-TEST_CASE("longrope: --describe against REFERENCE.md, with HF's strict '>' switch",
+TEST_CASE("longrope: --describe against the conventions page, with HF's strict '>' switch",
           "[rope][longrope][cli]") {
   const std::vector<double> short8 = {1, 1, 1.1, 1.2, 1.5, 2, 3, 4},
                             long8 = {1, 1.25, 1.5, 2, 3, 4, 5, 5};

@@ -1,5 +1,5 @@
-// LongRoPE's search (train/longrope_search.hpp), checked against ../shared/REFERENCE.md
-// ("Context extension, part 3", section 1): lambda_i in [1, cap] on a 0.01 grid, non-decreasing;
+// LongRoPE's search (train/longrope_search.hpp), checked against docs/conventions.md
+// ("LongRoPE", the search): lambda_i in [1, cap] on a 0.01 grid, non-decreasing;
 // cap 1 + s (released dim_mono: evo_list = arange(1.0, 1.0 + scale + step, step)) or 1.25 s
 // (paper); population 64, 40 iterations, 16 mutations + 16 crossovers, 32 parents; crossover
 // copies a gene from parent 2 with probability 0.3 * 0.5; seeds PI / NTK / YaRN.

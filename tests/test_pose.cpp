@@ -1,5 +1,4 @@
-// PoSE's draws and batches, checked against ../shared/REFERENCE.md ("Context extension, part 3",
-// section 5), not against the code under test:
+// PoSE's draws and batches, checked against docs/conventions.md ("PoSE"), not against the code under test:
 //   code  [dwzhu-pku/PoSE src/train_pose.py, train_preprocess_function_pose]: r1 ~ U[1, (L+1)//2]
 //         (chunk 1 = ids[0:r1]); chunk 2 = the L - r1 tokens ending at r2 ~ U[L, len] with
 //         len = 5 L here; positions 0..r1-1 and r1 + u .. L - 1 + u, u ~ U[0, L' - L]

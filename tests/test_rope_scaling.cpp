@@ -1,6 +1,6 @@
 // RoPE's context-extension scalings (src/encodings/rope_scaling.hpp, rope.cpp):
-//   1. `poslab encodings --describe rope --csv` against the formulas of ../shared/REFERENCE.md
-//      ("Context extension"), recomputed here independently (not through scaled_frequencies),
+//   1. `poslab encodings --describe rope --csv` against the formulas of docs/conventions.md
+//      ("RoPE scalings"), recomputed here independently (not through scaled_frequencies),
 //      three or more settings per method, d_h not a power of two and fraction < 1 among them,
 //      to 1e-12 relative in double;
 //   2. the rotation of the encoding itself uses those frequencies and the attention factor:
@@ -61,7 +61,7 @@ std::string set_arguments(const ScalingSetting& c) {
   return a.str();
 }
 
-// The table REFERENCE.md's formulas give, computed here from scratch.
+// The table the conventions page's formulas give, computed here from scratch.
 struct ScalingRow {
   double theta, theta_scaled, wavelength, rotations, interpolation, attention;
 };
@@ -139,7 +139,7 @@ const std::vector<ScalingSetting> kSettings = {
 
 }  // namespace
 
-TEST_CASE("encodings --describe rope: every column against REFERENCE.md's formulas by hand",
+TEST_CASE("encodings --describe rope: every column against the conventions page's formulas by hand",
           "[rope][scaling][cli]") {
   const ScalingSetting c = GENERATE(from_range(kSettings));
   const std::string args = "encodings --describe rope --csv " + set_arguments(c);

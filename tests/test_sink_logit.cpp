@@ -1,4 +1,4 @@
-// The learned per-head sink logit (gpt-oss; REFERENCE.md "Context extension, part 3", section 4),
+// The learned per-head sink logit (gpt-oss; docs/conventions.md, "Learned sink logit (gpt-oss)"),
 // model.sink_logit: tests written from its formula,
 //   P_ij = exp(S_ij) / (exp(s_h) + sum_j' exp(S_ij')),   j, j' visible to query i,
 // with S = q_h k_h^T / sqrt(d_h) (no encoding) and s_h not scaled.

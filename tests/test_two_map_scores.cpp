@@ -1,6 +1,6 @@
 // Self-Extend, ReRoPE and leaky ReRoPE (rope scaling = self_extend, rerope, leaky_rerope):
-// the merged scores against the formulas of ../shared/REFERENCE.md, "Context extension, part 3",
-// sections 2 and 3, written here from the formulas (a plain RoPE dot product at the positions
+// the merged scores against the formulas of docs/conventions.md, "Self-Extend" and
+// "ReRoPE and leaky ReRoPE", written here from the formulas (a plain RoPE dot product at the positions
 // the formula names), not from two_map_scores.hpp:
 //
 //   Self-Extend   r = i - j < W: <R(i) q, R(j) k>;  else <R(i // G + W - W // G) q, R(j // G) k>

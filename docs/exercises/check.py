@@ -195,7 +195,7 @@ def rope_theta(i, d=D, base=BASE):
 
 
 def yarn_ramp(d=D, length=L, base=BASE, beta_fast=32.0, beta_slow=1.0):
-    """The official YaRN code's bounds and ramp (REFERENCE.md, "Context extension"), written
+    """The official YaRN code's bounds and ramp (docs/conventions.md, "RoPE scalings"), written
     here from the formulas, not from poslab: (low_exact, high_exact, low, high, g per pair)."""
     def dimension(rotations):  # the pair index at which a pair makes `rotations` turns over L
         return d * math.log(length / (rotations * 2 * math.pi)) / (2 * math.log(base))
@@ -292,7 +292,7 @@ SE_KEYS = {20: [19, 13, 12, 11, 0], 100: [95, 92, 91, 88, 60, 0]}
 
 def self_extend_distance(i, j, W=SE_W, G=SE_G):
     """The distance a query at i sees to a key at j <= i, in poslab's convention
-    (src/encodings/rope_position_maps.hpp; REFERENCE.md, "Context extension, part 3", 2):
+    (src/encodings/rope_position_maps.hpp; docs/conventions.md, "Self-Extend"):
       r = i - j < W   neighbour map, plain RoPE:  r
       r >= W          group map, query at i // G + W - W // G, key at j // G:
                       (i // G + W - W // G) - j // G

@@ -4,7 +4,7 @@
 //
 // where L = option `log_n_len` (the length the model was trained at) and n_i = the number of keys
 // query i attends to (the keys its softmax runs over: i + M + 1 with M memory rows, at most the
-// window with same_length). ../shared/REFERENCE.md, "Log-n attention scaling"; docs/05-beyond.md.
+// window with same_length). docs/conventions.md, "Log-n scaling"; docs/05-beyond.md.
 //
 // Why. The entropy of a softmax over n logits grows like ln n (Su, kexue.fm 8823): a model
 // trained at length L, read at n > L, spreads its attention thinner than it learned to. Scaling

@@ -1,8 +1,8 @@
 // The two position maps of Self-Extend, ReRoPE and leaky ReRoPE (rope's scaling = self_extend,
 // rerope, leaky_rerope), in the form of the two-map score hook (two_map_scores.hpp):
 // map 1 (near, t_i - t_j < window) is plain RoPE, t -> t on both sides; map 2 (far) is below.
-// Notation: t_i, t_j the stream positions of query and key, r = t_i - t_j (../shared/REFERENCE.md,
-// "Context extension, part 3", sections 2 and 3).
+// Notation: t_i, t_j the stream positions of query and key, r = t_i - t_j (docs/conventions.md,
+// "Self-Extend" and "ReRoPE and leaky ReRoPE").
 //
 // Self-Extend (Jin et al. 2024; datamllab/LongLM self_extend_patch/Llama.py), G = group_size,
 // W = neighbor_window:

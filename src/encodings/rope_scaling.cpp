@@ -263,7 +263,7 @@ std::optional<ConfigProblem> rope_scaling_problem(const Options& o) {
     if (m == RopeScalingMethod::self_extend) {
       const std::int64_t G = o.get_int("group_size"), W = o.get_int("neighbor_window");
       // G | W: the official Llama.py writes W - W / G in true division, Llama_4_40.py W // G;
-      // the two agree only when G divides W (REFERENCE.md, Self-Extend, edge cases).
+      // the two agree only when G divides W (docs/conventions.md, "Self-Extend").
       if (W % G != 0)
         return ConfigProblem{{"encoding.neighbor_window", "encoding.group_size"},
                              "encoding.neighbor_window (" + std::to_string(W) +

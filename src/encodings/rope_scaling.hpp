@@ -1,6 +1,6 @@
 // Context extension of a trained RoPE model: the per-pair frequencies of the scaling methods
 // that models are loaded with today (Hugging Face transformers' modeling_rope_utils.py and the
-// official YaRN code; ../shared/REFERENCE.md, "Context extension", and docs/05-beyond.md).
+// official YaRN code; docs/conventions.md, "RoPE scalings", and docs/05-beyond.md).
 //
 // Notation: d = the rotated dimensions of a head (d_h x fraction), pairs i = 0 .. d/2 - 1, base b,
 // theta_i = b^(-2i/d), wavelength lambda_i = 2 pi / theta_i, L = original_len (the length the model

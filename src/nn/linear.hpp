@@ -33,7 +33,7 @@ void linear_backward(const T* dy, const T* x, const T* W, T* dx, T* dW, T* db, i
   if (dx)
     parallel_multiply(matrix(dx, N, in), dY, matrix(W, in, out).t(), T(1), dx_beta);     // dy W^T
   if (dW) parallel_multiply(matrix(dW, in, out), matrix(x, N, in).t(), dY, T(1), T(1));  // x^T dy
-  // A plain loop (several times faster than xt::sum over an axis, ENGINEERING.md), its columns
+  // A plain loop (measured several times faster than xt::sum over an axis), its columns
   // split over the threads.
   if (db) add_column_sums(dy, N, out, db);  // db += sum over rows of dy
 }

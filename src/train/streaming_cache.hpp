@@ -28,7 +28,8 @@
 //          t-R..t-1, the query at t. Distances grow without bound: a relative encoding then
 //          reads the sinks at distances it never saw in training. (This is not what the
 //          released script does without --enable_pos_shift, which pins every new token at
-//          S + R once the cache is full; REFERENCE.md, "Second reading".)
+//          S + R once the cache is full; docs/conventions.md, "Attention sinks
+//          (StreamingLLM)".)
 //
 // The four modes (eval.stream_modes), all over the same stream and the same targets:
 //   sinks      the cache above: S sinks + R recent.

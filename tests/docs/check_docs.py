@@ -43,6 +43,14 @@
        <!-- output: build/poslab encodings --describe rope --set encoding.scaling=yarn ... -->
    must be exactly what that command prints today (stdout), so a table quoted from poslab
    cannot drift from the code that prints it.
+9. Stands alone. Nothing in the repository points outside it: in every text file it holds (git
+   ls-files; code, tests, study files, docs, results), (a) a relative path that climbs out with
+   ../ must land on something inside the repository, from the file's own folder (the build
+   folder, build/, counts: the reader makes it); (b) no absolute path into the folder that holds
+   the checkout (here: the parent of the repository); (c) no note named in capitals (the
+   name of a Markdown file written all in capitals) that the repository does not hold: a
+   reader of the repository has none of the notes kept beside a checkout; the papers'
+   conventions and regimes are docs/conventions.md.
 Every problem is printed as FILE:LINE: what is wrong; the exit code is 1 if there is any.
 """
 import os
@@ -345,6 +353,63 @@ def all_help_texts(poslab):
     return helps
 
 
+UP_PATH = re.compile(r"(?<![\w.])((?:\.\./)+[\w.\-/]*)")
+CAPS_NOTE = re.compile(r"(?<![\w/.-])([A-Z][A-Z0-9_]+\.md)\b")
+SKIP_SUFFIXES = (".png", ".svg", ".gz", ".jpg", ".jpeg", ".pdf", ".ico", ".woff", ".woff2")
+
+
+def repository_files():
+    """The files the repository holds: git ls-files, or (no git) every file outside .git and
+    build folders."""
+    done = subprocess.run(["git", "-C", REPO, "ls-files", "-z"], capture_output=True)
+    if done.returncode == 0 and done.stdout:
+        return [name for name in done.stdout.decode().split("\0") if name]
+    found = []
+    for root, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d != ".git" and not d.startswith("build")]
+        found += [os.path.relpath(os.path.join(root, f), REPO) for f in files]
+    return found
+
+
+def check_stands_alone(problems, texts=None, names=None):
+    """Check 9: (relative path, text) of every text file; names: the basenames the repository
+    holds (for the rule on notes named in capitals)."""
+    if texts is None:
+        files = repository_files()
+        names = {os.path.basename(f) for f in files}
+        texts = []
+        for rel in files:
+            path = os.path.join(REPO, rel)
+            if rel.endswith(SKIP_SUFFIXES) or not os.path.isfile(path):
+                continue
+            try:
+                with open(path, encoding="utf-8") as f:
+                    texts.append((rel, f.read()))
+            except UnicodeDecodeError:
+                continue  # not text
+    outside_root = os.path.dirname(REPO) + os.sep
+    for rel, text in texts:
+        here = os.path.dirname(os.path.join(REPO, rel))
+        for m in UP_PATH.finditer(text):
+            target = m.group(1).rstrip(".,:;)")
+            resolved = os.path.normpath(os.path.join(here, target))
+            inside = resolved.startswith(REPO + os.sep)
+            made = resolved.startswith(os.path.join(REPO, "build") + os.sep)
+            if not inside or not (made or os.path.exists(resolved)):
+                problems.append(f"{rel}:{line_of(text, m.start())}: {target} points outside the "
+                                f"repository" + ("" if not inside else " (to nothing in it)"))
+        for m in re.finditer(re.escape(outside_root) + r"[\w.\-/]*", text):
+            if m.group(0).startswith(REPO + os.sep) or m.group(0) == REPO:
+                continue
+            problems.append(f"{rel}:{line_of(text, m.start())}: {m.group(0)} is a path outside "
+                            f"the repository")
+        for m in CAPS_NOTE.finditer(text):
+            if m.group(1) not in names:
+                problems.append(f"{rel}:{line_of(text, m.start())}: {m.group(1)} is not a file "
+                                f"of the repository (cite docs/conventions.md, the paper or its "
+                                f"code instead)")
+
+
 def check(poslab, paths=None):
     problems = []
     for path in paths or documents():
@@ -362,6 +427,7 @@ def check(poslab, paths=None):
     if paths is None:
         check_help_examples(all_help_texts(poslab), problems)
         check_paper_metrics(problems)
+        check_stands_alone(problems)
     return problems
 
 
@@ -451,6 +517,23 @@ def self_test(poslab):
         if clean or len(dirty) != 1:
             failures.append(f"paper metrics: expected 0 problems as committed and 1 with an "
                             f"edited value, found {clean} and {dirty}")
+    # The stands-alone check: planted files, each pointing outside once, and a clean one.
+    # (written in pieces, so that this file itself holds no path that points outside)
+    up = ".." + "/"
+    outside = os.path.dirname(REPO) + os.sep + "shared" + os.sep + "notes.md"
+    planted = {
+        "src/x.hpp": (f"// the formulas of {up}shared/notes.txt, section 2\n", 1),
+        "tests/x.cpp": ("// checked against " + "REFERENC" + "E.md, \"LongRoPE\"\n", 1),
+        "experiments/x.toml": (f"# see {outside}\n", 1),
+        "docs/x.md": (f"[the code]({up}src/nn/linear.hpp), `{up}build/poslab`, README.md\n", 0),
+    }
+    names = {os.path.basename(f) for f in repository_files()}
+    for rel, (text, expected) in planted.items():
+        found = []
+        check_stands_alone(found, [(rel, text)], names)
+        cases[f"stands alone: {rel}"] = None
+        if len(found) != expected:
+            failures.append(f"stands alone, {rel}: expected {expected} problem(s), found {found}")
     for f in failures:
         print("self-test:", f)
     print(f"self-test: {len(cases) - len(failures)} of {len(cases)} planted cases behave")
@@ -466,7 +549,7 @@ def main(argv):
     problems = check(os.path.abspath(argv[1]))
     for p in problems:
         print(p)
-    print(f"check_docs: {len(problems)} problem(s) in README.md and docs/")
+    print(f"check_docs: {len(problems)} problem(s) in README.md, docs/ and (check 9) every file of the repository")
     return 1 if problems else 0
 
 

@@ -7,7 +7,9 @@ study.toml, never its figures) into a temporary folder, and what `poslab plot` r
 - every figure passes the figure lint (tests/figures/lint_figures.py: no two pieces of text
   overlap), checked before it is saved.
 `poslab plot` itself (the C++ command that hands its folders to poslab_plots.py) runs on every
-study's smoke in tests/studies/run_smoke.sh.
+study's smoke in tests/studies/run_smoke.sh. The README's figure (docs/figures/, drawn by
+notebooks/loss_and_retrieval.py with the arguments of the command the README shows) is drawn and
+linted too.
 
     /usr/bin/python3 tests/figures/check_plot_sets.py      (CTest: plot_figure_sets)
 
@@ -90,6 +92,24 @@ def report_problems(rel, copy, made):
     return problems
 
 
+def readme_figure_problems():
+    """The README's loss-and-retrieval figure, drawn (not saved) with the arguments of the
+    command the README shows, through the lint."""
+    import re
+    with open(os.path.join(REPO, "README.md"), encoding="utf-8") as f:
+        readme = f.read()
+    found = re.search(r"notebooks/loss_and_retrieval\.py (\S+) (\S+)((?: [\w.]+)*)`", readme)
+    if not found:
+        return ["README.md: no `notebooks/loss_and_retrieval.py STUDY PNG [VARIANT ...]` command"]
+    import loss_and_retrieval  # notebooks/ is on the path
+    with contextlib.redirect_stdout(io.StringIO()):
+        fig, _ = loss_and_retrieval.draw(os.path.join(REPO, found.group(1)),
+                                         found.group(3).split())
+    problems = lint_figures.lint(fig, found.group(2))
+    lint_figures.plt.close(fig)
+    return problems
+
+
 def draw_linted(copies, tmp):
     """poslab_plots.main on the copies (what `poslab plot` runs), with plots.save wrapped so that
     each figure is linted before it is written. Returns (exit status, output, lint problems,
@@ -132,8 +152,10 @@ def main(argv):
             print(output)
             print(f"plot_figure_sets: poslab_plots.py failed with status {status}")
             return 1
+        problems += readme_figure_problems()
+        linted += 1
         lint_count = len(problems)
-        if linted == 0:
+        if linted == 1:
             problems.append("no figure went through the lint: plots.save is not what draws them")
         for rel, copy in zip(folders, copies):
             made, committed = figure_names(copy), figure_names(os.path.join(RESULTS, rel))
@@ -153,7 +175,8 @@ def main(argv):
     for p in problems:
         print(p)
     print(f"plot_figure_sets: {len(problems)} problem(s) in {len(folders)} result folders "
-          f"({lint_count} of them overlapping texts, in {linted} figures linted)")
+          f"({lint_count} of them from the figure lint: overlapping texts or curves alike, in "
+          f"{linted} figures linted)")
     return 1 if problems else 0
 
 

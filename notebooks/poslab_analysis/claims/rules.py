@@ -1,5 +1,5 @@
-"""The rules every claims table judges by (REFERENCE.md, "Measuring a claim the way its paper
-did"; each one is planted in tests/notebooks/test_claims_rules.py):
+"""The rules every claims table judges by (docs/conventions.md, "Measuring a claim in its
+paper's regime" and "Reporting a study"; each one is planted in tests/notebooks/test_claims_rules.py):
   - a verdict needs at least 2 seeds;
   - "A beats B": agree if the paired interval is above 0, disagree if it is below 0; an interval
     that includes 0 is inconclusive, never "disagree";

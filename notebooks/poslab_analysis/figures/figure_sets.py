@@ -164,9 +164,9 @@ def figure_set(study_dir):
                 name="loss_by_position_length")
     copies = read_loss_by_copy_distance(study_dir)
     if copies is not None and copies["loss"].notna().any():
-        add("copy_distance", copies=copies)
+        add("copy_distance", copies=copies, study_dir=study_dir)
     streams = read_loss_by_stream_position(study_dir)
     if streams is not None and streams["loss"].notna().any():
-        add("stream", streams=streams)
+        add("stream", streams=streams, study_dir=study_dir)
     add("passkey", summary=summary)
     return summary, positions, "study", figures

@@ -9,10 +9,11 @@ in every figure). Curves show the mean over seeds with its 95% t interval as a b
 runs the gate dropped. Uses Debian's python3-pandas and python3-matplotlib (the `python3` on PATH
 may be another interpreter: call /usr/bin/python3).
 
-Why over 500 lines (about 570): it holds the helpers every static figure shares and the one-stage
+Why over 500 lines (about 610): it holds the helpers every static figure shares and the one-stage
 figure kinds drawn with them, each kind a function of 15 to 55 lines. A family of kinds moves to
-its own module when it grows (plots_extension, plots_passkey, plots_bench); the two newest kinds,
-copy distance and the streaming cache, are the next to move, with the study that adds to them.
+its own module when it grows (plots_extension, plots_passkey, plots_bench); copy distance and the
+streaming cache of a two-stage study with many arms are drawn by plots_many_arms (faceted, in the
+study's styles); their one-stage forms, here, are the next to move.
 """
 import os
 
@@ -78,13 +79,19 @@ def distinct_colour(ax, line):
         line.set_color(free[0])
 
 
-def dropped_note(ax, frame):
-    """'gate dropped k of n runs' in the corner of a panel, when it dropped any."""
+def dropped_text(frame):
+    """'gate dropped k of n runs' when the gate dropped any of the frame's runs, else ""."""
     runs = frame.drop_duplicates("run") if "run" in frame else frame
     kept = poslab_stats.gate_passed(runs)
-    if (~kept).any():
-        ax.text(0.01, 0.01, f"gate dropped {int((~kept).sum())} of {len(runs)} runs",
-                transform=ax.transAxes, fontsize=7, color="0.35", va="bottom")
+    return f"gate dropped {int((~kept).sum())} of {len(runs)} runs" if (~kept).any() else ""
+
+
+def dropped_note(ax, frame):
+    """'gate dropped k of n runs' in the corner of a panel, when it dropped any."""
+    text = dropped_text(frame)
+    if text:
+        ax.text(0.01, 0.01, text, transform=ax.transAxes, fontsize=7, color="0.35",
+                va="bottom")
 
 
 def save(fig, out_dir, name):

@@ -5,7 +5,7 @@ SVG in STUDY/figures/, and STUDY/summary_ci.csv (the table behind the curves).
 """
 import os
 
-from poslab_analysis.figures import plots, plots_extension, plots_passkey
+from poslab_analysis.figures import plots, plots_extension, plots_many_arms, plots_passkey
 from poslab_analysis.figures.figure_sets import figure_set
 from poslab_analysis.statistics import seeds
 
@@ -22,8 +22,10 @@ DRAW = {
     "randomized": lambda a, out: plots.randomized_vs_plain(a["plain"], a["randomized"], out),
     "shaw_clip": lambda a, out: plots.shaw_clip(a["summary"], out),
     "xl_terms": lambda a, out: plots.xl_terms(a["summary"], out),
-    "copy_distance": lambda a, out: plots.loss_by_copy_distance(a["copies"], out),
-    "stream": lambda a, out: plots.loss_by_stream_position(a["streams"], out),
+    "copy_distance": lambda a, out: plots_many_arms.copy_distance_figure(
+        a["copies"], a.get("study_dir"), out),
+    "stream": lambda a, out: plots_many_arms.stream_figure(a["streams"], a.get("study_dir"),
+                                                           out),
     "extension": lambda a, out: plots_extension.extension_figures(a["study_dir"], a["summary"],
                                                                   a["positions"], out),
 }

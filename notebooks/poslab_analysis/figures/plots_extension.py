@@ -31,8 +31,9 @@ SCALING_COLOURS = {"none": "#222222", "linear": "#1f77b4", "ntk": "#ff7f0e", "ya
 # The methods that change which positions far pairs read (two score passes), not the
 # frequencies: a panel of their own in extension_loss_vs_length.
 POSITION_MAPS = ("self_extend", "rerope", "leaky_rerope")
-# A scaling's second, third ... variant in one panel.
+# A method's second, third ... variant in the study: another line style and marker.
 LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P")
 
 
 
@@ -63,19 +64,31 @@ def scaling_label(info, name):
     return f"{scaling}, s = {info.loc[name, 'factor']:g}{with_log_n} ({name})"
 
 
-def scaling_style(info, name, members):
-    """Colour by scaling; the second, third ... variant of the same scaling in one panel is
-    dashed, dotted, dash-dotted (a second factor, another window, log-n)."""
-    scaling = info.loc[name, "scaling"]
-    same = [v for v in members if info.loc[v, "scaling"] == scaling]
-    if len(members) > 1 and len(same) == len(members) and \
-            len(set(info.loc[members, "steps"])) == 1 and info.loc[name, "steps"] > 0:
-        # Fine-tunes that all share one scaling (PoSE, RandPos, full length, all with PI) differ
-        # by how they were trained: a colour each, from matplotlib's cycle.
-        cycle = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["#7f7f7f"])
-        return {"color": cycle[members.index(name) % len(cycle)], "ls": "-"}
-    return {"color": SCALING_COLOURS.get(scaling, "#7f7f7f"),
-            "ls": LINE_STYLES[same.index(name) % len(LINE_STYLES)]}
+def family_colour(info, name):
+    """A variant's colour: its method's (SCALING_COLOURS) for a read or fine-tune of a parent,
+    its encoding's for a model trained from scratch."""
+    if not info.loc[name, "parent"]:
+        return poslab_style.colour(info.loc[name, "encoding"]) or "#7f7f7f"
+    return SCALING_COLOURS.get(info.loc[name, "scaling"], "#7f7f7f")
+
+
+def variant_style(info, name):
+    """One style per variant, the same in every figure of the study: the colour of its method
+    (family_colour); the k-th variant of the study with that colour (a second factor, another
+    window, log-n, another fine-tune with the same scaling, a second model of one encoding) gets
+    the k-th line style and marker, so no two variants of a study look alike (up to 12 per
+    colour)."""
+    colour = family_colour(info, name)
+    same = [v for v in info.index if family_colour(info, v) == colour]
+    k = same.index(name)
+    return {"color": colour, "ls": LINE_STYLES[k % len(LINE_STYLES)],
+            "marker": MARKERS[k % len(MARKERS)]}
+
+
+def scaling_style(info, name, members=None):
+    """The style of a variant in every figure (variant_style); `members`, the panel's other
+    curves, no longer changes it: a curve looks the same in every panel and figure."""
+    return variant_style(info, name)
 
 
 def upper_bounds(info, parent):
@@ -118,8 +131,17 @@ def length_panels(summary, info):
     # there are any: beside the rescaled frequencies, a dozen curves would not read.
     moved = moved_reads(info, zero)
     rescaled = [v for v in zero if v not in moved]
+    log_n = info["log_n"] if "log_n" in info else pd.Series("off", index=info.index)
+    with_log_n = [v for v in moved if log_n[v] != "off"]
     groups = [("trained from scratch", stage1, True)]
-    if moved:
+    if moved and with_log_n and len(moved) > 6:
+        # More than 6 reads (and the parent) would not read in one panel: log-n (alone and with
+        # a position map) gets its own.
+        groups += [(f"zero-shot from {parent}: rescaled frequencies", rescaled, False),
+                   (f"zero-shot from {parent}: changed positions",
+                    [v for v in moved if v not in with_log_n], False),
+                   (f"zero-shot from {parent}: log-n, alone and with them", with_log_n, False)]
+    elif moved:
         groups += [(f"zero-shot from {parent}: rescaled frequencies", rescaled, False),
                    (f"zero-shot from {parent}: changed positions, log-n", moved, False)]
     else:
@@ -141,9 +163,7 @@ def length_curves(summary, info, members, parent, from_scratch):
             curves.append((scaling_label(info, v), length_rows(summary, v),
                            scaling_style(info, v, members)))
         else:
-            curves.append((v, length_rows(summary, v),
-                           {"color": poslab_style.colour(info.loc[v, "encoding"]),
-                            "ls": "--" if v in upper_bounds(info, parent) else "-"}))
+            curves.append((v, length_rows(summary, v), variant_style(info, v)))
     if not from_scratch and parent:
         curves.append((f"{parent} (no scaling)", length_rows(summary, parent),
                        {"color": "#999999", "ls": ":"}))
@@ -164,10 +184,12 @@ def loss_vs_length(summary, info, out_dir, name="extension_loss_vs_length"):
         lengths_axis(ax, curves["seq_len"].unique())
         for trained in sorted(set(info.loc[members, "seq_len"])):
             poslab_style.reference_line(ax, trained, f"trained {trained}", axis="x")
-        ax.set_title(title, fontsize=9)
+        # The gate's note goes under the title, where no curve runs (in the corner it sat on
+        # the curves that start low).
+        dropped = plots.dropped_text(summary[summary["variant"].isin(members)])
+        ax.set_title(title + (f"\n({dropped})" if dropped else ""), fontsize=9)
         ax.set_ylabel("loss (nats per byte)")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), frameon=False, fontsize=7)
-        plots.dropped_note(ax, summary[summary["variant"].isin(members)])
     low = min(ax.get_ylim()[0] for ax in axes)
     high = max(ax.get_ylim()[1] for ax in axes)
     for ax in axes:  # one scale, so that the panels compare
@@ -394,6 +416,7 @@ def loss_by_position(summary, positions, info, out_dir, name="extension_loss_by_
     fig, axes = plots.panels([str(f) for f, _ in groups], width=5.0, height=height, columns=2)
     for ax, (factor, members) in zip(axes, groups):
         for label, part, style in position_curves(setup, info, members):
+            style = {key: value for key, value in style.items() if key != "marker"}
             plots.mean_band(ax, part, "position", "loss", label, marker=None, **style)
         poslab_style.reference_line(ax, train_len, f"L = {train_len}", axis="x")
         if factor_line(factor, train_len, longest) is not None:

@@ -11,7 +11,7 @@ token t of the same evaluation text, written by
 
 (same segment length and rows for every c, so that token t is the same text in every file).
 
-The definition (REFERENCE.md, "Reporting a study"), for a group of models and a ratio r = 0.1:
+The definition (docs/conventions.md, "Relative effective context length (RECL)"), for a group of models and a ratio r = 0.1:
     b(c, t)       = min_i l_i(c, t)                          the group's best loss on t at c
     T(c)          = the r fraction of tokens with the largest b(c, t)   (the hard tokens)
     f_i(c, c')    = mean_{t in T(c)} min(b(c, t), l_i(c', t))

@@ -1,5 +1,5 @@
-"""The PoSE study (experiments/pose.toml; REFERENCE.md, "Context extension, part 3", PoSE's
-miniature): RoPE trained at L = 64 bytes (rope64), then fine-tuned 200 steps for L' = 256 with
+"""The PoSE study (experiments/pose.toml; docs/conventions.md, "PoSE" and "The
+miniature"): RoPE trained at L = 64 bytes (rope64), then fine-tuned 200 steps for L' = 256 with
 linear PI (s = 4): at 64 bytes with PoSE's skipping position ids (pose_pi, pose_paper), at 64
 bytes with RandPos' sorted random ids from [0, L') (randpos_pi), and at the full 256 bytes
 (ft256_pi). Every run is read at 64, 128, 192 and 256 bytes with plain positions 0..n-1. Loss in
