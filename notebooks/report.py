@@ -147,7 +147,7 @@ def run_table(study_dir, summary, planned):
         else:
             source = "run directory" if evaluation else ""
         row = {"id": run_id, "status": status, "source": source,
-               "diff": plan.get("overrides"), "gate": None, "loss": None,
+               "diff": plan.get("overrides"), "gate": None, "gate_kind": None, "loss": None,
                "train_loss": None, "commit": None, "cpu": None, "threads": None,
                "started": None, "finished": None, "train_seconds": None}
         if in_summary is not None:
@@ -159,6 +159,11 @@ def run_table(study_dir, summary, planned):
             if "in_distribution_ok" in first and first["in_distribution_ok"] == \
                     first["in_distribution_ok"]:
                 row["gate"] = str(first["in_distribution_ok"]).lower() == "true"
+                # A language model's gate is its loss below the bigram baseline, a generated
+                # task's its exact match: "pass" alone read as "retrieves" in a passkey study
+                # (issue 51), so the table names which gate passed.
+                row["gate_kind"] = "loss" if finite(first.get("bigram_loss")) is not None \
+                    else "exact match"
             for key in ("commit", "started", "finished"):  # the times: runs since issue 45
                 if key in first and isinstance(first[key], str):
                     row[key] = first[key]

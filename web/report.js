@@ -58,7 +58,10 @@
     { key: "id", title: "run" },
     { key: "status", title: "status" },
     { key: "diff", title: "difference from the base", text: (r) => (r.diff === null ? "" : r.diff.join(", ") || "(base)") },
-    { key: "gate", title: "gate", text: (r) => (r.gate === null ? "" : r.gate ? "pass" : "fail") },
+    // Which gate: a language model's is its loss below the bigram baseline (not retrieval).
+    { key: "gate", title: "in-distribution gate",
+      text: (r) => (r.gate === null ? "" : (r.gate_kind ? r.gate_kind + " gate: " : "") +
+                                             (r.gate ? "pass" : "fail")) },
     { key: "loss", title: "loss (main evaluation)", num: 4 },
     { key: "train_loss", title: "final train loss", num: 4 },
     { key: "commit", title: "commit", text: (r) => (r.commit || "").slice(0, 10) },

@@ -205,6 +205,39 @@ class RunTable(Study):
         self.assertIsNone(rows[0]["train_loss"])
 
 
+class GateWording(Study):
+    """Issue 51: the run table said gate "pass" for a zero-shot read that retrieved 0.02: a
+    language model's gate is its loss below the bigram baseline, and the table now says so."""
+
+    def test_a_language_model_says_loss_gate(self):
+        summary = self.summary.assign(bigram_loss=2.5)
+        rows, _ = report.run_table(self.study_dir, summary, None)
+        by_id = {r["id"]: r for r in rows}
+        self.assertEqual(by_id["zs_yarn_s8,train.seed=1"]["gate_kind"], "loss")
+        self.assertTrue(by_id["zs_yarn_s8,train.seed=1"]["gate"])
+
+    def test_a_generated_task_says_exact_match(self):
+        rows, _ = report.run_table(self.study_dir, self.summary, None)  # no bigram_loss column
+        self.assertEqual({r["gate_kind"] for r in rows}, {"exact match"})
+
+
+class MovedPanelTitle(Study):
+    """Issue 51: the panel of reads that change positions was titled "changed positions, log-n"
+    in a study without a log-n arm."""
+
+    def test_the_title_names_only_what_the_panel_holds(self):
+        info = self.info.copy()
+        info["scaling"] = info["scaling"].astype(object)
+        info.loc["zs_yarn_s8", "scaling"] = "self_extend"
+        info["log_n"] = "off"
+        self.assertEqual(plots_extension.moved_title(info, ["zs_yarn_s8"]), "changed positions")
+        info.loc["zs_yarn_s4", "scaling"] = "none"
+        info.loc["zs_yarn_s4", "log_n"] = "always"
+        self.assertEqual(plots_extension.moved_title(info, ["zs_yarn_s8", "zs_yarn_s4"]),
+                         "changed positions, log-n")
+        self.assertEqual(plots_extension.moved_title(info, ["zs_yarn_s4"]), "log-n")
+
+
 class Tables(Study):
     def test_the_tables_say_what_plus_minus_is(self):
         printed = io.StringIO()

@@ -422,6 +422,18 @@ def randomized_figure(plain, randomized, metric="exact_match"):
             "title": "randomized positions against the plain models", "panels": panels}
 
 
+def wrapped(text, width=18):
+    """A title as lines of at most about `width` characters (Vega-Lite draws a list as lines):
+    a colour bar's title is cut at the bar's width otherwise ("passkey exact match (teac...")."""
+    lines = []
+    for word in str(text).split():
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return lines if len(lines) > 1 else str(text)
+
+
 def passkey_figure(summary, metric, name):
     """A passkey heatmap (plots_passkey.passkey_heatmaps) per condition: the mean of `metric`
     over seeds in every (length, depth) cell, over the gated runs or every run."""
@@ -443,8 +455,12 @@ def passkey_figure(summary, metric, name):
                               "mean": finite(group[metric].mean()), "n": int(n)})
         text_colour = {"condition": {"test": "datum.mean > 0.6", "value": "black"},
                        "value": "white"}
+        # At least 240 x 132 pixels: a grid of 2 lengths by 3 depths is narrower than its axis
+        # titles, which Vega centres on the axis and the page then cut at the left edge
+        # ("epth", "valuation"; issue 51).
         panels.append({
-            "$schema": SCHEMA, "width": {"step": 44}, "height": {"step": 22},
+            "$schema": SCHEMA, "width": max(44 * len(x_labels), 240),
+            "height": max(22 * len(layout["depths"]), 132),
             "title": {"text": plots_passkey.passkey_panel_title(layout, key) or metric,
                       "subtitle": all_dropped_note(cells, dropped_text(part))},
             "params": [{"name": "include_dropped", "value": False}],
@@ -460,8 +476,9 @@ def passkey_figure(summary, metric, name):
                 {"mark": "rect",
                  "encoding": {"color": {"field": "mean", "type": "quantitative",
                                         "scale": {"scheme": "viridis", "domain": [0, 1]},
-                                        "title": plots_passkey.PASSKEY_METRICS.get(metric,
-                                                                                   metric)},
+                                        "title": wrapped(plots_passkey.PASSKEY_METRICS.get(
+                                            metric, metric)),
+                                        "legend": {"titleLimit": 400}},
                               "tooltip": [{"field": "x", "title": "length"},
                                           {"field": "depth", "title": "depth"},
                                           {"field": "mean", "format": ".3f"},

@@ -114,6 +114,19 @@ def moved_reads(info, variants):
             or (info.loc[v, "scaling"] == "none" and log_n[v] != "off")]
 
 
+def moved_title(info, members):
+    """The title of the panel of `members` (moved_reads): "changed positions" when a member
+    changes positions, "log-n" when a member has log-n on; not "log-n" for a study without a
+    log-n arm (issue 51)."""
+    log_n = info["log_n"] if "log_n" in info else pd.Series("off", index=info.index)
+    parts = []
+    if any(info.loc[v, "scaling"] in POSITION_MAPS for v in members):
+        parts.append("changed positions")
+    if any(log_n[v] != "off" for v in members):
+        parts.append("log-n")
+    return ", ".join(parts)
+
+
 def length_panels(summary, info):
     """The panels of extension_loss_vs_length: [(title, members, from scratch?)], and the parent
     variant."""
@@ -143,7 +156,7 @@ def length_panels(summary, info):
                    (f"zero-shot from {parent}: log-n, alone and with them", with_log_n, False)]
     elif moved:
         groups += [(f"zero-shot from {parent}: rescaled frequencies", rescaled, False),
-                   (f"zero-shot from {parent}: changed positions, log-n", moved, False)]
+                   (f"zero-shot from {parent}: {moved_title(info, moved)}", moved, False)]
     else:
         groups.append((f"zero-shot from {parent}", zero, False))
     if tuned:
@@ -391,7 +404,7 @@ def position_setup(summary, positions, info):
 
 def position_title(setup, factor, members, info):
     if factor is None:
-        return "changed positions, log-n"
+        return moved_title(info, members)
     dynamic = any(str(info.loc[v, "scaling"]).startswith("dynamic") for v in members)
     return f"static scalings at s = {factor:g}" + (", and the dynamic ones" if dynamic else "")
 
