@@ -129,7 +129,7 @@ struct LongRopeSearchCommand {
   std::string run_dir;
   std::vector<std::string> overrides;  // --set, applied to the run's config
   int target_len = 0;                  // L'
-  std::string out_dir;                 // "" = RUN/longrope_search_L<target>
+  std::string out_dir;                 // --out (required): the search's own directory
   std::string seeds = "pi,ntk,yarn";
   int eval_batches = 4;                // validation batches per fitness evaluation
   int eval_rows = 8;                   // rows per batch

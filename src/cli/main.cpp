@@ -13,7 +13,7 @@
 //   poslab attention --run runs/quickstart --input "hello world" --mem-text "once upon a time"
 //   poslab report results/xl_terms
 //   poslab explore runs/sinusoidal runs/alibi --out runs/explorer
-//   poslab longrope-search --run runs/rope64 --target 256
+//   poslab longrope-search --run runs/rope64 --target 256 --out runs/rope64_longrope256
 //
 // Exit codes: 0 success, 1 an error while running (a bad config, a missing file: one line
 // "poslab: error: ..." on stderr), 2 a usage error (an unknown option, a missing argument).
@@ -503,8 +503,10 @@ int run(int argc, char** argv) {
       ->required()
       ->check(CLI::Range(2, 1 << 24));
   longrope_search->add_option("--out", search.out_dir,
-                              "Output directory (default: DIR/longrope_search_L<N>)")
-      ->type_name("OUT");
+                              "The search's directory (new, or a search of the same settings "
+                              "to resume)")
+      ->type_name("OUT")
+      ->required();
   longrope_search->add_option("--seeds", search.seeds,
                               "The starting vectors, comma-separated among pi, ntk, yarn "
                               "(default: all three)")
@@ -525,7 +527,14 @@ int run(int argc, char** argv) {
   longrope_search->add_option("--parents", search.options.parents,
                               "Parents kept per iteration (32; at most the population)")
       ->check(CLI::Range(2, 100000));
-  longrope_search->add_option("--seed", search.options.seed, "Random seed of the search (1)");
+  longrope_search->add_option("--seed", search.options.seed, "Random seed of the search (1)")
+      ->check(CLI::Validator(
+          [](std::string& text) {  // else "-1" reads as 2^64 - 1
+            return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos
+                       ? std::string()
+                       : "must be a whole number >= 0, got '" + text + "'";
+          },
+          "UINT"));
   longrope_search->add_option("--eval-batches", search.eval_batches,
                               "Validation batches per fitness evaluation (4)")
       ->check(CLI::Range(1, 1 << 20));
@@ -537,9 +546,11 @@ int run(int argc, char** argv) {
       "L and long_factor = the candidate (docs/11, 'LongRoPE'). Population, mutation and crossover\n"
       "as microsoft/LongRoPE's dim_mono search (src/train/longrope_search.hpp). Prints a line per\n"
       "iteration; writes OUT/longrope_factors.toml (an [encoding] snippet), OUT/fitness.csv and\n"
-      "OUT/fitness.png.\n"
+      "OUT/fitness.png, and keeps every evaluation in OUT/evaluations.csv. Ctrl-C (SIGINT) or\n"
+      "SIGTERM stops it after the evaluation in progress; the same command then resumes it.\n"
+      "OUT is held by one search at a time; a file, or a directory of other files, is refused.\n"
       "Example:\n"
-      "  poslab longrope-search --run runs/rope64 --target 256");
+      "  poslab longrope-search --run runs/rope64 --target 256 --out runs/rope64_longrope256");
 
   ExploreOptions explore_options;
   CLI::App* explore = app.add_subcommand(

@@ -116,15 +116,20 @@ bool LongRopeOperators::crossover(const std::vector<double>& parent1,
   return false;
 }
 
-LongRopeSearchResult run_longrope_search(const std::vector<std::vector<double>>& seeds,
-                                         const LongRopeSearchOptions& o,
-                                         const LongRopeFitness& fitness, std::ostream* progress) {
-  if (seeds.empty()) throw std::invalid_argument("longrope search: no seed");
+void check_longrope_options(const LongRopeSearchOptions& o) {
   if (o.population < 2 || o.parents < 2 || o.parents > o.population || o.iterations < 0 ||
       o.mutations < 0 || o.crossovers < 0 || !(o.step > 0) || !(o.factor > 1))
     throw std::invalid_argument(
         "longrope search: needs population >= parents >= 2, iterations, mutations and "
         "crossovers >= 0, step > 0 and factor > 1");
+}
+
+LongRopeSearchResult run_longrope_search(const std::vector<std::vector<double>>& seeds,
+                                         const LongRopeSearchOptions& o,
+                                         const LongRopeFitness& fitness, std::ostream* progress,
+                                         const LongRopeIterationDone& iteration_done) {
+  if (seeds.empty()) throw std::invalid_argument("longrope search: no seed");
+  check_longrope_options(o);
   Rng rng(o.seed);
   LongRopeOperators operators(o, rng);
   std::vector<std::vector<double>> history;
@@ -165,6 +170,7 @@ LongRopeSearchResult run_longrope_search(const std::vector<std::vector<double>>&
       for (double f : population[0].factors) *progress << " " << std::setprecision(2) << f;
       *progress << std::endl;
     }
+    if (iteration_done) iteration_done(result.curve);
   };
   record(0);
   for (int iteration = 1; iteration <= o.iterations; ++iteration) {

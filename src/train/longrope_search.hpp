@@ -84,12 +84,24 @@ double longrope_cap(const LongRopeSearchOptions& options);
 std::vector<double> longrope_seed(const std::string& method, const LongRopeSearchOptions& options,
                                   int pairs, double base, std::int64_t original_len);
 
+// Throws std::invalid_argument unless population >= parents >= 2, iterations, mutations and
+// crossovers >= 0, step > 0 and factor > 1.
+void check_longrope_options(const LongRopeSearchOptions& options);
+
+// Called with the curve so far after every iteration (the CLI rewrites fitness.csv with it, so
+// that a search stopped midway keeps its curve).
+using LongRopeIterationDone = std::function<void(const std::vector<LongRopeProgress>& curve)>;
+
 // The evolution. `seeds` (each with one factor per pair, non-decreasing, on the grid) start the
-// population; `progress` (if not null) receives a line per iteration.
+// population; `progress` (if not null) receives a line per iteration. Given the same seeds,
+// options and fitness values, it asks for the same vectors in the same order (every random draw
+// comes from options.seed): a search stopped midway is resumed by replaying it with the losses
+// already computed (the CLI keeps them in evaluations.csv).
 LongRopeSearchResult run_longrope_search(const std::vector<std::vector<double>>& seeds,
                                          const LongRopeSearchOptions& options,
                                          const LongRopeFitness& fitness,
-                                         std::ostream* progress = nullptr);
+                                         std::ostream* progress = nullptr,
+                                         const LongRopeIterationDone& iteration_done = {});
 
 // The two operators, exposed for tests. `history` is every vector met so far; a new vector is
 // appended to it. crossover returns false when it finds nothing new.

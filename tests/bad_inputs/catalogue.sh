@@ -172,11 +172,18 @@ expect_error pose_corpus_too_small "PoSE reads windows of 5 x train.seq_len = 40
 expect_ok    pose_runs out_pose/eval.json "$POSLAB" "${T[@]}" --set encoding.type=rope --set encoding.scaling=linear --set encoding.factor=4 --set train.pose_target_len=32 --out out_pose
 rm -rf out_pose
 # LongRoPE's search (issue 36 item 1): a run it cannot search, a target that does not extend.
-expect_error longrope_search_not_rope "its encoding is 'none'; the search rescales rope's pairs" "$POSLAB" longrope-search --run finished --target 32
-expect_error longrope_search_target "longrope-search --target 8: must be above the run's train.seq_len (8)" "$POSLAB" longrope-search --run finished_rope --target 8
-expect_error longrope_search_seed "unknown seed 'llama3' (pi, ntk or yarn)" "$POSLAB" longrope-search --run finished_rope --target 32 --seeds pi,llama3
-expect_error longrope_search_cap "--cap" "$POSLAB" longrope-search --run finished_rope --target 32 --cap wide
+expect_error longrope_search_not_rope "its encoding is 'none'; the search rescales rope's pairs" "$POSLAB" longrope-search --run finished --target 32 --out out_search
+expect_error longrope_search_target "longrope-search --target 8: must be above the run's train.seq_len (8)" "$POSLAB" longrope-search --run finished_rope --target 8 --out out_search
+expect_error longrope_search_seed "unknown seed 'llama3' (pi, ntk or yarn)" "$POSLAB" longrope-search --run finished_rope --target 32 --out out_search --seeds pi,llama3
+expect_error longrope_search_cap "--cap" "$POSLAB" longrope-search --run finished_rope --target 32 --out out_search --cap wide
 expect_error longrope_search_out_taken "already holds files" "$POSLAB" longrope-search --run finished_rope --target 32 --out finished
+# Issue 51: --out checked before the search (a file, a path under a file, a device), the options
+# that need no run checked first, a negative seed refused.
+expect_error longrope_search_out_file "longrope-search --out tiny.toml: is a file, not a directory" "$POSLAB" longrope-search --run finished_rope --target 32 --out tiny.toml
+expect_error longrope_search_out_under_file "longrope-search --out tiny.toml/x: cannot create the directory" "$POSLAB" longrope-search --run finished_rope --target 32 --out tiny.toml/x
+expect_error longrope_search_out_device "longrope-search --out /dev/null: is a device or special file" "$POSLAB" longrope-search --run finished_rope --target 32 --out /dev/null
+expect_error longrope_search_parents "longrope-search --parents 100: more than --population (64)" "$POSLAB" longrope-search --run finished_rope --target 32 --out out_search --parents 100
+expect_error longrope_search_seed_negative "--seed" "$POSLAB" longrope-search --run finished_rope --target 32 --out out_search --seed -1
 expect_error randomized_max_position "train.max_position (4) must be at least" "$POSLAB" "${T[@]}" --set train.randomized_positions=true --set train.max_position=4 --out out
 expect_error escaped_nul_out_dir 'it may not hold control characters' "$POSLAB" "${T[@]}" --set 'out_dir="out\u0000x"'
 expect_error length_factor_overflow "more positions than an int holds" "$POSLAB" "${T[@]}" --set 'eval.length_factors=[1e300]' --out out
@@ -210,6 +217,7 @@ expect_error stream_cache_beyond_stream "eval.stream_sinks + eval.stream_recent 
 expect_error stream_sinks_negative "eval.stream_sinks must be >= 0" "$POSLAB" "${T[@]}" --set eval.stream_length=200 --set eval.stream_sinks=-1 --out out
 expect_error stream_recent_none_left "means train.seq_len - 1 - eval.stream_sinks = 0 recent tokens" "$POSLAB" "${T[@]}" --set eval.stream_length=200 --set eval.stream_sinks=7 --out out
 expect_error stream_modes_empty "eval.stream_modes is empty" "$POSLAB" "${T[@]}" --set eval.stream_length=200 --set 'eval.stream_modes=[]' --out out
+expect_error stream_modes_twice "eval.stream_modes names 'sinks' twice" "$POSLAB" "${T[@]}" --set eval.stream_length=200 --set 'eval.stream_modes=["sinks","sinks"]' --out out
 expect_error stream_not_lm "the streaming evaluation reads a text stream" "$POSLAB" "${T[@]}" --set task.name=copy --set eval.stream_length=200 --out out
 expect_error stream_longer_than_split "eval.stream_length = 100000 is longer than the valid split" "$POSLAB" "${T[@]}" --set eval.stream_length=100000 --out out
 expect_error eval_stream_no_length "--stream: eval.stream_length is 0 in the run's config" "$POSLAB" eval --run finished_rope --stream
