@@ -195,3 +195,23 @@ TEST_CASE("load_checkpoint refuses a damaged file, naming its parameter", "[chec
                     Contains("'layer0.attn.W_q'") && Contains("truncated"));
   CHECK(loaded.arena.values()[0] == 3.0f);
 }
+
+// Issue 51: `poslab eval --stream` killed mid-write left .eval_stream.json.tmp-PID-0 in the run
+// for good. The next command that opens the run removes a temporary whose writer is dead, and
+// keeps one whose writer is alive (it is about to be renamed into place).
+TEST_CASE("opening a run removes the temporary files of a killed writer, not of a live one",
+          "[run_dir]") {
+  ScratchDirectory dir;
+  const pid_t child = ::fork();  // a process that is gone once waited for: a dead writer's pid
+  REQUIRE(child >= 0);
+  if (child == 0) ::_exit(0);
+  REQUIRE(::waitpid(child, nullptr, 0) == child);
+  const fs::path dead = dir.path / (".eval_stream.json.tmp-" + std::to_string(child) + "-0");
+  const fs::path live = dir.path / (".eval.json.tmp-" + std::to_string(::getpid()) + "-3");
+  const fs::path other = dir.path / ".notes.tmp-draft";  // not a name poslab makes
+  for (const fs::path& file : {dead, live, other}) std::ofstream(file) << "{";
+  poslab::RunDirectory::open(dir.path);
+  CHECK_FALSE(fs::exists(dead));
+  CHECK(fs::exists(live));
+  CHECK(fs::exists(other));
+}

@@ -245,6 +245,9 @@ TEST_CASE("streaming cache: bad keys are refused, naming the key, file and line"
              Catch::Contains("t.toml:5: eval.stream_modes is empty"));
   CHECK_THAT(config_error(head + "stream_modes = [\"sinks\", \"full\"]\n"),
              Catch::Contains("eval.stream_modes[1]"));
+  // A mode named twice would write two equal rows, counted twice by a summary (issue 51).
+  CHECK_THAT(config_error(head + "stream_length = 100\nstream_modes = [\"sinks\", \"window\", \"sinks\"]\n"),
+             Catch::Contains("t.toml:5: eval.stream_modes names 'sinks' twice"));
 }
 
 TEST_CASE("streaming cache: memory mode is Transformer-XL's segment recurrence", "[stream]") {

@@ -861,6 +861,12 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
     if (e.stream_modes.empty())
       fail(blame({"eval.stream_modes"}),
            "eval.stream_modes is empty: name at least one of sinks, window, recompute, dense, memory");
+    for (std::size_t i = 0; i < e.stream_modes.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (e.stream_modes[i] == e.stream_modes[j])  // two equal rows a summary would count twice
+          fail(blame({"eval.stream_modes"}),
+               "eval.stream_modes names '" + e.stream_modes[i] + "' twice: each mode is "
+               "evaluated once");
   }
   // That every instance fits its length is the rule of task "lm" (tasks/lm.cpp).
   // The rules of the chosen encoding and task (learned's max_len covers the evaluated lengths,

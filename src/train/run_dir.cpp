@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
 
@@ -43,6 +44,27 @@ fs::path temporary_name_for(const fs::path& file) {
 }
 
 }  // namespace
+
+int remove_dead_temporaries(const fs::path& dir) {
+  int removed = 0;
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    // .NAME.tmp-PID-COUNTER, as temporary_name_for makes them
+    const std::string name = entry.path().filename().string();
+    const std::size_t tag = name.rfind(".tmp-");
+    if (name.empty() || name[0] != '.' || tag == std::string::npos) continue;
+    const std::string rest = name.substr(tag + 5);  // PID-COUNTER
+    const std::size_t dash = rest.find('-');
+    if (dash == std::string::npos || dash == 0 ||
+        rest.find_first_not_of("0123456789-") != std::string::npos)
+      continue;
+    const long pid = std::stol(rest.substr(0, dash));
+    if (pid <= 0 || ::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive
+    std::error_code remove_error;
+    if (fs::remove(entry.path(), remove_error)) ++removed;
+  }
+  return removed;
+}
 
 void write_file_atomically(const fs::path& file, std::string_view bytes) {
   const fs::path temporary = temporary_name_for(file);
@@ -221,6 +243,7 @@ RunDirectory RunDirectory::create(const fs::path& path) {
 RunDirectory RunDirectory::open(const fs::path& path) {
   if (!fs::is_directory(path))
     throw std::runtime_error("no run directory at " + path.string());
+  remove_dead_temporaries(path);  // of a command killed mid-write (SIGKILL)
   return RunDirectory(path);
 }
 

@@ -28,6 +28,12 @@ namespace poslab {
 // removing the temporary file.
 void write_file_atomically(const std::filesystem::path& file, std::string_view bytes);
 
+// Removes from `dir` (not below it) the temporary files of write_file_atomically whose writer
+// is no longer alive on this machine (killed mid-write: the temporary .NAME.tmp-PID-N is left
+// behind); returns how many.
+// RunDirectory::open calls it, so the next command on a run cleans up after a killed one.
+int remove_dead_temporaries(const std::filesystem::path& dir);
+
 // Directories that appear all at once (checkpoint/, resume/): the files are written into
 // `final_dir`.partial/, which is then swapped in. Between the two renames of the swap only
 // `final_dir`.old exists, so a crash at any point leaves one complete directory to read.
