@@ -312,6 +312,53 @@ TEST_CASE("poslab run trains parents before children, resumes, and summarizes th
   }
 }
 
+// Issue 51: a later stage's eval.stream_length longer than the split was found only when that
+// stage started, after its parents had trained; it is now found before anything runs.
+TEST_CASE("a later stage's stream longer than its split is refused before any run", "[stages]") {
+  ScratchDirectory scratch;
+  const StagedStudy study(scratch.path);
+  std::string text = read_file(study.file);
+  const std::string long_set = "set = { \"train.seq_len\" = 16, \"train.steps\" = 3 }";
+  REQUIRE(text.find(long_set) != std::string::npos);
+  text.replace(text.find(long_set), long_set.size(),
+               "set = { \"train.seq_len\" = 16, \"train.steps\" = 3, "
+               "\"eval.stream_length\" = 100000 }");
+  write_file(study.file, text);
+  poslab::RunStudyOptions options = study.options();
+  options.dry_run = true;
+  std::ostringstream out;
+  CHECK_THROWS_WITH(poslab::run_study(options, out),
+                    Contains("stages.toml:") &&
+                        Contains("eval.stream_length = 100000 is longer than the valid split") &&
+                        Contains("run 'long,train.seed=1'"));
+  CHECK_FALSE(fs::exists(study.layout.root));
+}
+
+// Issue 51: the report called every run of a finished --smoke study stale (8 of 8) when its
+// results directory's name did not end in "-smoke": it planned the full study. It now plans
+// with the --smoke and --set that `poslab run` recorded (run_options.json).
+TEST_CASE("the report of a study run with --smoke and --set says what --dry-run says",
+          "[stages][cli]") {
+  ScratchDirectory scratch;
+  const StagedStudy study(scratch.path, "\"model.d_inner\" = 24");
+  write_file(study.file, read_file(study.file) + "[smoke]\n\"train.steps\" = 2\n");
+  poslab::RunStudyOptions options = study.options();  // --out results: no "-smoke" suffix
+  options.smoke = true;
+  options.overrides = {"train.lr=0.002"};
+  std::ostringstream out;
+  REQUIRE(poslab::run_study(options, out) == 0);
+  INFO(out.str());
+  poslab::RunStudyOptions dry = options;
+  dry.dry_run = true;
+  std::ostringstream listed;
+  REQUIRE(poslab::run_study(dry, listed) == 0);
+  CHECK_THAT(listed.str(), Contains("4 done, 0 pending"));
+  const std::map<std::string, std::string> status =
+      report_statuses(study.layout.root, scratch.path / "report");
+  REQUIRE(status.size() == 4);
+  for (const auto& [id, s] : status) CHECK(id + ": " + s == id + ": done");
+}
+
 TEST_CASE("a failed parent's children are reported as not run", "[stages][cli]") {
   ScratchDirectory scratch;
   const StagedStudy study(scratch.path);

@@ -10,7 +10,9 @@
 //     "overrides": ["encoding.term_a=false", "train.seed=1"], "variant": "all_terms",
 //     "status": "done"}, ...]
 //
-// The plan is that of STUDY_DIR/study.toml (the copy `poslab run` keeps), with the [smoke]
+// The plan is that of STUDY_DIR/study.toml (the copy `poslab run` keeps), with --smoke and --set
+// as `poslab run` recorded them in STUDY_DIR/run_options.json (so a study run with --smoke into
+// any --out is reported as --smoke --dry-run lists it); without that file, with the [smoke]
 // overrides when the directory's name ends in "-smoke" (where `poslab run --smoke` writes).
 #include <unistd.h>
 
@@ -49,11 +51,25 @@ nlohmann::json planned_runs(const fs::path& root, std::ostream& out) {
         << " not found: the run table lists the runs of summary.csv only\n";
     return nullptr;
   }
+  // --smoke and --set as `poslab run` recorded them (run_options.json); a directory without the
+  // record (made before it existed) is a smoke one if its name ends in "-smoke".
   const std::string name = fs::absolute(root).lexically_normal().filename().string();
-  const bool smoke = ends_with(name, "-smoke");
+  bool smoke = ends_with(name, "-smoke");
+  std::vector<std::string> overrides;
+  if (const fs::path record = root / kRunOptionsFile; fs::exists(record)) {
+    try {
+      const nlohmann::json options = nlohmann::json::parse(std::ifstream(record));
+      smoke = options.at("smoke").get<bool>();
+      overrides = options.at("set").get<std::vector<std::string>>();
+    } catch (const std::exception& e) {
+      out << "poslab report: cannot read " << record.string() << " (" << e.what()
+          << "): the run table lists the runs of summary.csv only\n";
+      return nullptr;
+    }
+  }
   std::vector<PlannedRun> runs;
   try {
-    runs = expand_study(load_study(study_file.string()), smoke);
+    runs = expand_study(load_study(study_file.string()), smoke, overrides);
   } catch (const std::exception& e) {
     out << "poslab report: cannot plan " << study_file.string() << " (" << e.what()
         << "): the run table lists the runs of summary.csv only\n";

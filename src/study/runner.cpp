@@ -698,6 +698,11 @@ int run_study(const RunStudyOptions& options, std::ostream& out) {
     for (const std::string& o : options.overrides) study_copy += "#   --set " + o + "\n";
   }
   write_file_atomically(layout.root / "study.toml", study_copy);
+  // How these runs were planned, for `poslab report` (whose statuses must equal --dry-run's of
+  // this command): --smoke and --set, which the results directory's name need not tell.
+  write_file_atomically(layout.root / kRunOptionsFile,
+                        nlohmann::json{{"smoke", options.smoke}, {"set", options.overrides}}
+                                .dump(2) + "\n");
 
   std::vector<std::size_t> todo;
   std::size_t done = 0, running_elsewhere = 0;
@@ -833,7 +838,8 @@ Writes into the results directory (results/NAME, results/NAME-smoke with --smoke
   variant, kind, factor, seq_len, mem_len, split, loss, accuracy, exact_match,
   exact_match_ci_low/high (Wilson 95% over the instances), instances, tokens, peak_memory_mb,
   in_distribution_ok (the gate), unigram_loss, bigram_loss, train_loss,
-  train_tokens_per_second, train_seconds, commit), loss_by_position.csv, study.toml (a copy);
+  train_tokens_per_second, train_seconds, commit), loss_by_position.csv, study.toml (a copy),
+  run_options.json (--smoke and --set, which `poslab report` plans the runs with);
   --export commands: commands.txt. --export slurm: slurm/<time>/ (commands.txt, array-K.sh
   job arrays, submit.sh, logs/), pinned: a later export never changes what a queued task runs;
   slurm/header.sh holds your own #SBATCH lines and is never overwritten.

@@ -98,6 +98,11 @@ struct RunStudyOptions {
   SlurmOptions slurm;         // --partition, --time, ...: over the study's [slurm] table
 };
 
+// The file in a results directory that records how `poslab run` last planned its runs there:
+// {"smoke": true, "set": ["train.lr=1e-3"]} (--smoke and --set). `poslab report` plans the runs
+// the same way, so that its statuses equal `poslab run --dry-run`'s with those options.
+constexpr const char* kRunOptionsFile = "run_options.json";
+
 // Adds the `run` subcommand, with its options and help, to `app`.
 CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options);
 

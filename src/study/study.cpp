@@ -32,6 +32,7 @@
 #include "config/load.hpp"
 #include "config/toml_text.hpp"
 #include "data/corpus.hpp"
+#include "tasks/make_source.hpp"
 #include "train/init_from.hpp"
 #include "train/registered_choices.hpp"
 
@@ -737,9 +738,27 @@ void check_run_inputs(const Study& study, const PlannedRun& run) {
                                "; checked before any run starts, nothing was written)");
     }
   }
-  if (problem.empty()) return;
-  fail_at(where, key + " = " + toml_string(path) + ": " + problem + " (the corpus of run '" +
-                  run.id + "'; checked before any run starts, nothing was written)");
+  if (!problem.empty())
+    fail_at(where, key + " = " + toml_string(path) + ": " + problem + " (the corpus of run '" +
+                    run.id + "'; checked before any run starts, nothing was written)");
+  // The stream of the streaming evaluation must fit in its split: `poslab train` checks it when
+  // the run starts, which for a later stage is after its parents trained (issue 51).
+  if (run.config.eval.stream_length > 0) {
+    const Split split = run.config.eval.split == "test" ? Split::test : Split::valid;
+    std::size_t tokens = 0;
+    try {
+      tokens = corpus_split_tokens(run.config, split)->size();
+    } catch (const std::exception&) {
+      return;  // a corpus without that split: the run's own start says so, as before
+    }
+    if (std::int64_t(tokens) < run.config.eval.stream_length)
+      fail_at(where_set("eval.stream_length", study.source + ": not set"),
+              "eval.stream_length = " + std::to_string(run.config.eval.stream_length) +
+                  " is longer than the " + run.config.eval.split + " split (eval.split) of " +
+                  key + " = " + toml_string(path) + ", which holds " + std::to_string(tokens) +
+                  " tokens (run '" + run.id + "'; checked before any run starts, nothing was "
+                  "written)");
+  }
 }
 
 }  // namespace poslab

@@ -186,7 +186,8 @@ std::vector<PlannedRun> expand_study(const Study& study, bool smoke = false,
                                      const std::vector<std::string>& command_line = {});
 
 // The files a run will read, checked before anything is written (`poslab run`, also with
-// --dry-run and --export): today data.path, the corpus of a language model (task "lm"); a
+// --dry-run and --export): today data.path, the corpus of a language model (task "lm"), and that
+// eval.stream_length fits in its eval.split (for a later stage too, before its parents train); a
 // generated task reads no file. Throws ConfigError naming the key, the study file and line its
 // value came from (or that it is the default), the path and what is wrong with it, e.g.
 //
