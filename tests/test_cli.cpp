@@ -219,6 +219,17 @@ TEST_CASE("eval never replaces an earlier evaluation made with other --set", "[c
     CHECK(run_poslab(eval).exit_code == 0);
     CHECK(json_of(file)["overrides"] == nlohmann::json::array());
   }
+  SECTION("the same settings reordered or respelled: the same evaluation, a rerun (issue 51)") {
+    // Compared by what they make of the config, not as text.
+    fs::remove(file);
+    REQUIRE(run_poslab(eval + " --set eval.batches=2 --set train.threads=1").exit_code == 0);
+    const Outcome r = run_poslab(eval + " --set train.threads=1 --set eval.batches=+2");
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    const Outcome other = run_poslab(eval + " --set eval.batches=3 --set train.threads=1");
+    CHECK(other.exit_code == 1);
+    CHECK_THAT(other.err, Contains("holds an evaluation made with --set"));
+  }
   SECTION("--passkey: the same rule for eval_passkey.json") {
     const std::string grid =
         " --passkey --set 'eval.passkey_length_factors=[16]' "
@@ -230,6 +241,36 @@ TEST_CASE("eval never replaces an earlier evaluation made with other --set", "[c
     CHECK_THAT(r.err, Contains("eval_passkey.json holds an evaluation made with --set"));
     CHECK(read_file(run / "eval_passkey.json") == cells);
   }
+}
+
+// Issue 51: `eval --set 'eval.length_factors=[1,2,8192]'` evaluated the training length alone and
+// exited 0. A --set the evaluation does not read is an error that names it; nothing is written.
+TEST_CASE("eval refuses a --set it would not read, naming it", "[cli]") {
+  ScratchDirectory scratch;
+  const fs::path run = scratch.path / "run";
+  REQUIRE(train_tiny_run(run, "[eval]\nbatches = 1\n").exit_code == 0);
+  const std::string eval = "eval --run '" + run.string() + "'";
+  struct Case {
+    std::string args, expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {" --set 'eval.length_factors=[1,2,8192]'",
+            "poslab eval --set eval.length_factors: not read by this evaluation"},
+           {" --set train.lr=0.5", "poslab eval --set train.lr: a training setting"},
+           {" --stream --set eval.stream_length=40 --set eval.batches=3",
+            "poslab eval --stream --set eval.batches: not read by this evaluation"},
+           {" --passkey --set 'eval.passkey_length_factors=[2]' --set eval.stream_sinks=2",
+            "poslab eval --passkey --set eval.stream_sinks: not read by this evaluation"}}) {
+    const Outcome r = run_poslab(eval + c.args);
+    INFO(c.args << "\n" << r.err);
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains(c.expected) && Contains("nothing was evaluated"));
+  }
+  for (const std::string name : {"eval_L8_M0.json", "eval_stream.json", "eval_passkey.json"})
+    CHECK_FALSE(fs::exists(run / name));
+  // What it reads is honoured: the segment by --set eval.seq_len.
+  CHECK(run_poslab(eval + " --set eval.seq_len=16").exit_code == 0);
+  CHECK(fs::exists(run / "eval_L16_M0.json"));
 }
 
 TEST_CASE("eval --passkey reads the passkey grid of a finished run, from its config or --set",

@@ -537,6 +537,9 @@ int outcome_of_other_trainer(const Config& cfg) {
 // numbers without a word: it is refused before anything is computed, and nothing is written.
 // The same --set again replaces the file (a rerun). Files written before poslab recorded the
 // --set count as made without any.
+//
+// The two --set are compared by what they make of the run's config (config_to_toml of each), not
+// as text: the same settings reordered or respelled (0.001, 1e-3) are the same evaluation.
 void refuse_to_replace(const RunDirectory& run, const std::string& name,
                        const std::vector<std::string>& overrides) {
   if (!std::filesystem::exists(run.file(name))) return;
@@ -547,6 +550,14 @@ void refuse_to_replace(const RunDirectory& run, const std::string& name,
     return;  // not an evaluation this command wrote: nothing of ours to keep
   }
   if (before == overrides) return;
+  try {
+    const std::string config = run.file("config.toml").string();
+    if (config_to_toml(load_config(config, registered_choices(), before)) ==
+        config_to_toml(load_config(config, registered_choices(), overrides)))
+      return;
+  } catch (const std::exception&) {
+    // The earlier --set no longer loads: they cannot be the same; refused below.
+  }
   auto described = [](const std::vector<std::string>& sets) {
     std::string text;
     for (const std::string& s : sets) text += " --set " + s;
@@ -800,8 +811,69 @@ int run_train(const Config& cfg, ExistingRun existing, int wait_for_trainer_seco
   return 0;
 }
 
+namespace {
+
+// The key an override sets: "eval.length_factors" of "eval.length_factors=[1, 2]".
+std::string override_key(const std::string& override_text) {
+  std::string key = override_text.substr(0, override_text.find('='));
+  const auto blank = [](char c) { return c == ' ' || c == '\t'; };
+  while (!key.empty() && blank(key.back())) key.pop_back();
+  while (!key.empty() && blank(key.front())) key.erase(key.begin());
+  return key;
+}
+
+// `poslab eval` computes one kind of evaluation; a --set it would not read is refused, naming it,
+// before anything is computed (issue 51: `--set eval.length_factors=[1,2,8192]` was ignored and
+// the command evaluated the training length alone, exit 0). The keys no eval command reads:
+// the optimizer's and the training schedule's. The eval.* keys: each command reads its own.
+void refuse_unused_overrides(const std::string& command, const std::vector<std::string>& overrides,
+                             const std::vector<std::string>& eval_keys_read) {
+  static const std::vector<std::string> training_only = {
+      "train.steps",         "train.lr",          "train.min_lr_ratio",   "train.warmup_steps",
+      "train.weight_decay",  "train.beta1",       "train.beta2",          "train.eps",
+      "train.grad_clip",     "train.log_every",   "train.eval_every",     "train.eval_batches",
+      "train.save_state_every", "train.init_from", "train.init_optimizer",
+      "train.passkey_fraction"};
+  auto among = [](const std::string& key, const std::vector<std::string>& keys) {
+    return std::find(keys.begin(), keys.end(), key) != keys.end();
+  };
+  for (const std::string& o : overrides) {
+    const std::string key = override_key(o);
+    if (among(key, training_only))
+      throw std::invalid_argument(command + " --set " + key + ": a training setting, which " +
+                                  command + " does not read (nothing was evaluated)");
+    if (key.rfind("eval.", 0) == 0 && !among(key, eval_keys_read)) {
+      std::string read;
+      for (const std::string& k : eval_keys_read) read += (read.empty() ? "" : ", ") + k;
+      std::string hint;
+      if (key == "eval.length_factors" || key == "eval.memory_factors" || key == "eval.stride")
+        hint = "; evaluate each length with --seq-len N (and memory with --mem-len M)";
+      else if (key.rfind("eval.passkey_", 0) == 0)
+        hint = "; the passkey grid is evaluated by `poslab eval --run DIR --passkey`";
+      else if (key.rfind("eval.stream_", 0) == 0)
+        hint = "; the streaming evaluation is `poslab eval --run DIR --stream`";
+      throw std::invalid_argument(command + " --set " + key + ": not read by this evaluation, "
+                                  "which reads " + read + hint + " (nothing was evaluated)");
+    }
+  }
+}
+
+// The eval.* keys each kind of `poslab eval` reads (besides the model, data and encoding).
+const std::vector<std::string> kChunkedEvalKeys = {
+    "eval.seq_len", "eval.mem_len", "eval.batches", "eval.split", "eval.batch_size",
+    "eval.copy_distance", "eval.copy_min_match"};
+const std::vector<std::string> kPasskeyEvalKeys = {
+    "eval.split", "eval.passkey_length_factors", "eval.passkey_depths",
+    "eval.passkey_instances", "eval.passkey_filler", "eval.passkey_format", "eval.passkey_seed"};
+const std::vector<std::string> kStreamEvalKeys = {
+    "eval.split", "eval.stream_length", "eval.stream_sinks", "eval.stream_recent",
+    "eval.stream_positions", "eval.stream_modes", "eval.gate_threshold"};
+
+}  // namespace
+
 int run_eval(const std::string& run_dir, const std::vector<std::string>& overrides, int seq_len,
              int mem_len, const std::string& token_losses_file) {
+  refuse_unused_overrides("poslab eval", overrides, kChunkedEvalKeys);
   RunDirectory run = RunDirectory::open(run_dir);
   const Config cfg = load_config(run.file("config.toml").string(), registered_choices(), overrides);
   set_threads(cfg.train.threads);
@@ -837,6 +909,7 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
 }
 
 int run_eval_stream(const std::string& run_dir, const std::vector<std::string>& overrides) {
+  refuse_unused_overrides("poslab eval --stream", overrides, kStreamEvalKeys);
   RunDirectory run = RunDirectory::open(run_dir);
   const Config cfg = load_config(run.file("config.toml").string(), registered_choices(), overrides);
   if (cfg.eval.stream_length == 0)
@@ -877,6 +950,7 @@ int run_eval_stream(const std::string& run_dir, const std::vector<std::string>& 
 }
 
 int run_eval_passkey(const std::string& run_dir, const std::vector<std::string>& overrides) {
+  refuse_unused_overrides("poslab eval --passkey", overrides, kPasskeyEvalKeys);
   RunDirectory run = RunDirectory::open(run_dir);
   const Config cfg = load_config(run.file("config.toml").string(), registered_choices(), overrides);
   if (cfg.eval.passkey_length_factors.empty())
