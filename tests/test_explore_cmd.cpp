@@ -192,3 +192,63 @@ TEST_CASE("poslab explore and report refuse bad input and write nothing", "[cli]
     CHECK_FALSE(fs::exists(dir.path / "report"));
   }
 }
+
+// Issue 51: a Self-Extend run's positional part was drawn as a flat 0 (its score terms read with
+// every key set to 0), and a run of scaling none beside it was said to differ in
+// "encoding.group_size = 8, encoding.neighbor_window = 1024", options it does not read.
+TEST_CASE("poslab explore draws a two-map method's positional part and lists only settings that "
+          "matter for each run's scaling", "[cli][explore]") {
+  ScratchDirectory plain_dir, extended_dir;
+  const fs::path plain = poslab::testing::train_tiny_corpus_run(
+      plain_dir.path, "n_heads = 2\n", "[encoding]\ntype = \"rope\"\n", 200);
+  // Self-Extend with W = 4, G = 2 at L = 8: keys at distance >= 4 are read at grouped positions.
+  constexpr int W = 4, G = 2;
+  const fs::path extended = poslab::testing::train_tiny_corpus_run(
+      extended_dir.path, "n_heads = 2\n",
+      "[encoding]\ntype = \"rope\"\nscaling = \"self_extend\"\noriginal_len = 8\n"
+      "neighbor_window = " + std::to_string(W) + "\ngroup_size = " + std::to_string(G) + "\n",
+      200);
+  std::string text;
+  while (text.size() < 2 * kExploreSeqLen + 1) text += "Ask not what your country can do. ";
+  std::ofstream(plain_dir.path / "text.txt") << text;
+  const fs::path out = plain_dir.path / "explorer";
+  const Outcome r = run_poslab("explore " + shell_quote(plain.string()) + " " +
+                               shell_quote(extended.string()) + " --texts 0 --text " +
+                               shell_quote((plain_dir.path / "text.txt").string()) +
+                               " --factors 1,2 --out " + shell_quote(out.string()));
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  const nlohmann::json index = script_data(out / "data" / "index.js");
+  REQUIRE(index["runs"].size() == 2);
+
+  // The settings in which they differ: the Self-Extend run's options for it alone.
+  const std::string plain_differs = index["runs"][0]["differs"].dump();
+  const std::string extended_differs = index["runs"][1]["differs"].dump();
+  INFO(plain_differs << "\n" << extended_differs);
+  CHECK_THAT(plain_differs, Contains("encoding.scaling = \\\"none\\\""));
+  CHECK(plain_differs.find("group_size") == std::string::npos);
+  CHECK(plain_differs.find("neighbor_window") == std::string::npos);
+  CHECK(plain_differs.find("original_len") == std::string::npos);
+  CHECK_THAT(extended_differs, Contains("encoding.group_size = 2") &&
+                                   Contains("encoding.neighbor_window = 4"));
+
+  // The positional part: plain RoPE's q.k response below the window; beyond it, RoPE's
+  // response at the distance Self-Extend reads, P_q(D) - P_k(D - d) =
+  // floor(D / G) + W - W / G - floor((D - d) / G).
+  const nlohmann::json& a = index["runs"][0]["positional"];
+  const nlohmann::json& b = index["runs"][1]["positional"];
+  REQUIRE(a["kind"] == "q.k response");
+  REQUIRE(b["kind"] == "q.k response");
+  const auto& rope = a["layers"][0][0];
+  const auto& self_extend = b["layers"][0][0];
+  const int D = int(self_extend.size()) - 1;
+  REQUIRE(D == 2 * kExploreSeqLen - 1);
+  int differ_from_rope = 0;
+  for (int d = 0; d <= D; ++d) {
+    INFO("distance " << d);
+    const int read = d < W ? d : D / G + W - W / G - (D - d) / G;
+    CHECK(self_extend[d].get<double>() == Approx(rope[read].get<double>()).margin(2e-3));
+    differ_from_rope += std::abs(self_extend[d].get<double>() - rope[d].get<double>()) > 1e-2;
+  }
+  CHECK(differ_from_rope > 0);  // not RoPE's curve, and not flat
+}

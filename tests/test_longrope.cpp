@@ -208,6 +208,10 @@ TEST_CASE("longrope: bad factor lists are a config error naming the key, file an
   CHECK_THAT(config_error(
                  head + "short_factor = \"1, 1, x, 1, 1, 1, 1, 1\"\nlong_factor = " + good + "\n"),
              Contains("t.toml:9: encoding.short_factor: entry 2 ('x') is not a number"));
+  // A NUL in the list (TOML's \u0000) is shown as \x00, not the end of the message (issue 51).
+  CHECK_THAT(config_error(head + "short_factor = \"1, 1, 2\\u0000x, 1, 1, 1, 1, 1\"\nlong_factor = " +
+                          good + "\n"),
+             Contains("entry 2 ('2\\x00x') is not a number"));
   CHECK_THAT(config_error(head + "long_factor = " + good + "\n"),
              Contains("encoding.short_factor must be set with encoding.scaling = longrope"));
   CHECK_THAT(config_error("[encoding]\ntype = \"rope\"\nscaling = \"yarn\"\nfactor = 4.0\n"

@@ -52,6 +52,7 @@
 #include "config/load.hpp"
 #include "core/site_directory.hpp"
 #include "data/corpus.hpp"
+#include "encodings/rope_scaling.hpp"
 #include "model/transformer.hpp"
 #include "train/checkpoint.hpp"
 #include "train/registered_choices.hpp"
@@ -178,6 +179,8 @@ std::vector<Text> choose_texts(const Config& cfg, int count, std::size_t length,
 //     on it.
 //   - RoPE (hook (b)): the q.k response, scale * R(D) q . R(D - d) k with q = k = (1, ..., 1):
 //     RoFormer's long-term decay, the same for every head.
+//   - a two-map method (Self-Extend, ReRoPE: rope with two score passes): the same q.k response
+//     of the merged score, each key under the map its distance selects.
 //   - absolute encodings (hook (a): sinusoidal, learned) and none: nothing to show; the
 //     position is mixed into the content before any score.
 json positional_terms(LoadedRun& run, int max_distance) {
@@ -190,7 +193,19 @@ json positional_terms(LoadedRun& run, int max_distance) {
   const AttentionGeometry g{1, 1, D, K, H, dh, 0, q_pos.data(), k_pos.data()};
   const float scale = enc.score_scale(dh);
   std::string kind, note;
-  if (enc.has_score_terms()) {
+  // A two-map method (Self-Extend, ReRoPE; encodings/two_map_scores.hpp) computes the whole
+  // q.k score as its score terms, with near and far keys under different position maps: its
+  // positional part is the merged score's q.k response (q = k = (1, ..., 1) at every position),
+  // map 1 below the window, map 2 beyond. Keys set to 0 would draw it as a flat 0 (issue 51).
+  const bool two_maps = enc.has_score_terms() && !enc.has_content_term();
+  if (two_maps) {
+    kind = "q.k response";
+    const Options& o = run.cfg.encoding.options;
+    note = "the merged score of '" + run.cfg.encoding.type + "'" +
+           (o.has("scaling") ? " with scaling " + o.get_string("scaling") : std::string()) +
+           " (two position maps: near keys as plain RoPE, far keys at the method's positions) "
+           "for q = k = (1, ..., 1) at every position: the same for every head";
+  } else if (enc.has_score_terms()) {
     kind = "score terms";
     note = "the encoding's score terms with every key set to 0: biases exactly; terms of the "
            "query (Shaw's q.a^K, Transformer-XL's (b)+(d), DeBERTa's c2p) for the last query "
@@ -210,7 +225,10 @@ json positional_terms(LoadedRun& run, int max_distance) {
   json layers = json::array();
   for (int n = 0; n < run.cfg.model.n_layers; ++n) {
     std::vector<float> q(d, 1.0f), k(std::size_t(K) * d, 0.0f), scores(std::size_t(H) * K, 0.0f);
-    if (kind == "score terms") {
+    if (two_maps) {
+      std::fill(k.begin(), k.end(), 1.0f);
+      enc.scores_forward(n, g, q.data(), k.data(), scale, scores.data());
+    } else if (kind == "score terms") {
       const auto& queries = model.block(n).attn.queries();  // [1, L, d] of the last forward
       const std::size_t last = queries.shape(1) - 1;
       std::copy_n(queries.data() + last * d, d, q.data());
@@ -335,8 +353,21 @@ int run_explore(const ExploreOptions& options, std::ostream& out) {
   const std::vector<Text> texts = choose_texts(runs[0].cfg, options.texts, need, options.text_file);
   std::vector<Config> configs;
   for (const LoadedRun& r : runs) configs.push_back(r.cfg);
-  // What sets each run apart (its column's header): "encoding.scaling = "yarn"", ...
-  const std::vector<std::vector<std::string>> differs = differing_settings(configs);
+  // What sets each run apart (its column's header): "encoding.scaling = "yarn"", ... A rope
+  // scaling's options are listed only for the runs whose scaling reads them (issue 51: a run of
+  // scaling none was listed with "encoding.group_size = 8, encoding.neighbor_window = 1024",
+  // the defaults of Self-Extend's options, beside a Self-Extend run).
+  std::vector<std::vector<std::string>> differs = differing_settings(configs);
+  for (std::size_t r = 0; r < runs.size(); ++r) {
+    const Options& o = runs[r].cfg.encoding.options;
+    if (!o.has("scaling")) continue;
+    std::erase_if(differs[r], [&](const std::string& setting) {
+      const std::string prefix = "encoding.";
+      if (setting.rfind(prefix, 0) != 0) return false;
+      const std::string key = setting.substr(prefix.size(), setting.find(" = ") - prefix.size());
+      return o.has(key) && !rope_scaling_option_matters(o.get_string("scaling"), key);
+    });
+  }
 
   site.make_staging();
   const fs::path& staging = site.staging();

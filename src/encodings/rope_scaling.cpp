@@ -120,9 +120,18 @@ std::vector<double> parse_factor_list(const std::string& text) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != word.size())
-      throw std::invalid_argument("entry " + std::to_string(out.size()) + " ('" + word +
+    if (used != word.size()) {
+      std::string shown;  // a control character (a NUL would end the message) as \xNN
+      for (unsigned char c : word) {
+        if (c >= 0x20 && c != 0x7f) shown += char(c);
+        else {
+          static const char* hex = "0123456789abcdef";
+          shown += std::string("\\x") + hex[c >> 4] + hex[c & 15];
+        }
+      }
+      throw std::invalid_argument("entry " + std::to_string(out.size()) + " ('" + shown +
                                   "') is not a number");
+    }
     out.push_back(x);
   }
   return out;
@@ -213,6 +222,26 @@ std::vector<OptionSpec> rope_scaling_options() {
        "(Su's scaling_factor, 16)",
        0},
   };
+}
+
+bool rope_scaling_option_matters(const std::string& scaling, const std::string& key) {
+  using M = RopeScalingMethod;
+  const M m = method_of(scaling);
+  auto among = [&](std::initializer_list<M> methods) {
+    return std::find(methods.begin(), methods.end(), m) != methods.end();
+  };
+  if (key == "factor") return m != M::none && !two_maps(m);  // "ignored by none"
+  if (key == "attention_factor") return !two_maps(m);
+  if (key == "original_len") return needs_original_len(m);
+  if (key == "beta_fast" || key == "beta_slow") return m == M::yarn;
+  if (key == "low_freq_factor" || key == "high_freq_factor") return m == M::llama3;
+  if (key == "short_factor" || key == "long_factor" || key == "longrope_factors" ||
+      key == "start_tokens")
+    return m == M::longrope;
+  if (key == "group_size" || key == "neighbor_window") return m == M::self_extend;
+  if (key == "rerope_window") return among({M::rerope, M::leaky_rerope});
+  if (key == "leaky_factor") return m == M::leaky_rerope;
+  return true;  // scaling itself, and every option that is not a scaling's
 }
 
 std::optional<ConfigProblem> rope_scaling_problem(const Options& o) {

@@ -111,6 +111,14 @@ RopeScaling rope_scaling_from_options(const Options& o);
 // it, a factor set with scaling = none, beta or frequency factors out of order.
 std::optional<ConfigProblem> rope_scaling_problem(const Options& o);
 
+// Whether option `key` of rope_scaling_options() has an effect under scaling `scaling` (one of
+// rope_scaling_names()): a method's own options (beta_fast for yarn, group_size for self_extend,
+// ...) only under it; factor not under none or a two-map method, attention_factor not under a
+// two-map method;
+// original_len only where the method reads it. `poslab explore` lists, among the settings in
+// which runs differ, only those that matter for each run's scaling.
+bool rope_scaling_option_matters(const std::string& scaling, const std::string& key);
+
 // longrope's lists against the head: each must hold d_rot / 2 = `pairs` numbers.
 std::optional<ConfigProblem> longrope_length_problem(const Options& o, int pairs);
 
