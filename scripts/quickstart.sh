@@ -8,7 +8,10 @@
 #      prints its table;
 #   3. writes the comparison's report and the quickstart model's attention explorer (docs/10)
 #      and prints where they are.
-# It builds only the `poslab` program (bash scripts/setup.sh builds the tests too).
+# It builds only the `poslab` program (bash scripts/setup.sh builds the tests too). To run some
+# tests after it: cmake --build build --target poslab_tests, then
+# ctest --test-dir build --no-tests=error -R threads (without --no-tests=error, a filter that
+# matches nothing, as every filter does before poslab_tests is built, exits 0).
 # From a fresh clone, build included: 5 min 04 s (3622e56, load 1 to 2.6) to 24 minutes
 # (23 min 41 s, commit 7d8a54e) on one loaded by other work. Results: runs/quickstart/ and
 # results/quickstart_comparison/.
@@ -41,8 +44,17 @@ print(m.round(4).to_string())
 print()
 print("What to look at: in each row, memory 0 against memory 32 (lower is better). The relative")
 print("encodings (Shaw, Transformer-XL) use the cached states; the absolute one (sinusoidal), whose")
-print("memory carries the same positions as the segment, stays near no encoding at all. The")
-print("README's table ('State reuse') is this one, made on this machine.")
+print("memory carries the same positions as the segment, stays near no encoding at all.")
+# The numbers move in the second decimal with the BLAS kernel OpenBLAS picks (OPENBLAS_CORETYPE,
+# or the CPU), which each run records as provenance.blas in its eval.json: the README's table
+# ('State reuse') is this command's output on the kernel it names, not necessarily this one.
+import glob, json
+kernels = sorted({json.load(open(f))["provenance"]["blas"]
+                  for f in glob.glob("results/quickstart_comparison/runs/*/eval.json")})
+print()
+print("These runs' BLAS kernel (provenance.blas in each eval.json): " + "; ".join(kernels))
+print("The README's table ('State reuse') is this command's output on the kernel it names; on")
+print("another kernel the losses differ in the second decimal.")
 PY
 echo
 # The web pages (docs/10): the comparison's report, and the attention explorer of the quickstart
@@ -52,4 +64,6 @@ build/poslab report results/quickstart_comparison
 echo
 echo "Open in a browser: results/quickstart_comparison/report/index.html (the report)"
 echo "            and    runs/quickstart_explorer/index.html (the attention explorer)"
+echo "The tests are not built by this script: cmake --build build --target poslab_tests, then"
+echo "ctest --test-dir build --no-tests=error -R NAME (or bash scripts/test.sh for all of them)."
 

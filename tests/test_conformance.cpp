@@ -599,7 +599,7 @@ TEST_CASE("conformance: a checkpoint round-trips every parameter and the outputs
   }
 }
 
-TEST_CASE("a failing gradient check names the parameter and its coordinates", "[conformance]") {
+TEST_CASE("conformance kit: a failing gradient check names the parameter and its coordinates", "[conformance]") {
   ParameterArena<double> arena;
   arena.add("layer0.attn.W_q", {2, 3});
   arena.add("t5.bias", {4, 2});
@@ -620,7 +620,7 @@ const std::vector<std::pair<std::string, std::string>> kOptionsLeftAtDefault = {
     {"naive", "test 3 runs both paths of every encoding that has it"},
 };
 
-TEST_CASE("the kit moves every option of every registered encoding away from its default",
+TEST_CASE("conformance kit: the kit moves every option of every registered encoding away from its default",
           "[conformance]") {
   std::vector<std::string> never;
   for (const auto& info : registered_encodings()) {
@@ -647,7 +647,7 @@ TEST_CASE("the kit moves every option of every registered encoding away from its
   CHECK(never.empty());
 }
 
-TEST_CASE("POSLAB_KIT chooses the encodings the kit runs, by registry name", "[conformance]") {
+TEST_CASE("conformance kit: POSLAB_KIT chooses the encodings the kit runs, by registry name", "[conformance]") {
   std::vector<std::string> all;
   for (const auto& info : registered_encodings()) all.push_back(info.name);
   CHECK(kit_selection(nullptr) == all);
@@ -660,7 +660,7 @@ TEST_CASE("POSLAB_KIT chooses the encodings the kit runs, by registry name", "[c
                         Catch::Contains("the registry has none, "));
 }
 
-TEST_CASE("POSLAB_KIT=alibi runs the kit for ALiBi alone, every option set of it",
+TEST_CASE("conformance kit: POSLAB_KIT=alibi runs the kit for ALiBi alone, every option set of it",
           "[conformance]") {
   // This test binary again, on one kit test, in a child with POSLAB_KIT set: its sections name
   // the kit cases it ran.

@@ -264,7 +264,7 @@ void require_caught(const PropertyCheck& c, const std::string& what) {
 
 }  // namespace
 
-TEST_CASE("planted bugs: the wrapper without a bug passes every property check",
+TEST_CASE("conformance, planted bugs: the wrapper without a bug passes every property check",
           "[conformance][planted]") {
   for (int mem_len : {0, 3}) {
     CAPTURE(mem_len);
@@ -275,7 +275,7 @@ TEST_CASE("planted bugs: the wrapper without a bug passes every property check",
   }
 }
 
-TEST_CASE("planted bugs: causality catches a future key in the scores and a gradient sent to "
+TEST_CASE("conformance, planted bugs: causality catches a future key in the scores and a gradient sent to "
           "the future",
           "[conformance][planted]") {
   for (int mem_len : {0, 3}) {
@@ -287,7 +287,7 @@ TEST_CASE("planted bugs: causality catches a future key in the scores and a grad
   }
 }
 
-TEST_CASE("planted bugs: batch independence catches rows mixed in the scores and in the "
+TEST_CASE("conformance, planted bugs: batch independence catches rows mixed in the scores and in the "
           "backward pass",
           "[conformance][planted]") {
   require_caught(check_batch_independence(planted<BatchMixInScores>()), "the logits of row");
@@ -295,7 +295,7 @@ TEST_CASE("planted bugs: batch independence catches rows mixed in the scores and
                  "the gradient of a loss without row");
 }
 
-TEST_CASE("planted bugs: determinism catches a global counter and a thread-count dependence",
+TEST_CASE("conformance, planted bugs: determinism catches a global counter and a thread-count dependence",
           "[conformance][planted]") {
   require_caught(check_determinism(planted<GlobalCounterInScores, float>()),
                  "two runs of the same model on the same inputs differ");
@@ -303,7 +303,7 @@ TEST_CASE("planted bugs: determinism catches a global counter and a thread-count
                  "the thread count changes the result beyond rounding");
 }
 
-TEST_CASE("planted bugs: the checkpoint round trip catches a parameter outside the arena",
+TEST_CASE("conformance, planted bugs: the checkpoint round trip catches a parameter outside the arena",
           "[conformance][planted]") {
   require_caught(check_checkpoint_round_trip(planted<SlopesOutsideTheArena, float>()),
                  "the model holds state the checkpoint does not");
