@@ -11,6 +11,7 @@
 //   poslab run experiments/state_reuse.toml --jobs 2
 //   poslab plot results/state_reuse
 //   poslab attention --run runs/quickstart --input "hello world" --mem-text "once upon a time"
+//   poslab sinks --run runs/rope64 --windows 100
 //   poslab report results/xl_terms
 //   poslab explore runs/sinusoidal runs/alibi --out runs/explorer
 //   poslab longrope-search --run runs/rope64 --target 256 --out runs/rope64_longrope256
@@ -488,6 +489,42 @@ int run(int argc, char** argv) {
       "Example:\n"
       "  poslab attention --run runs/quickstart --input \"hello world\" --mem-text \"once upon a time\"");
 
+  SinksOptions sinks_options;
+  CLI::App* sinks = app.add_subcommand(
+      "sinks", "Measure attention sinks: each layer's and head's attention mass on the first key.");
+  sinks->add_option("--run", sinks_options.run_dir, "Run directory written by `poslab train`")
+      ->type_name("DIR")
+      ->required();
+  sinks->add_option("--split", sinks_options.split, "valid or test (default: the run's eval.split)")
+      ->type_name("SPLIT");
+  sinks->add_option("--window", sinks_options.window, "Tokens per window (default: train.seq_len)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber);
+  sinks->add_option("--windows", sinks_options.windows,
+                    "Windows read from the split's start (0: all it holds)")
+      ->type_name("N")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sinks->add_option("--first-query", sinks_options.first_query,
+                    "Summaries over queries FIRST..window-1 (default: window / 2)")
+      ->type_name("FIRST");
+  sinks->add_option("--threshold", sinks_options.threshold,
+                    "Count a head as a sink if its mean mass on key 0 is at least this")
+      ->type_name("MASS")
+      ->capture_default_str();
+  sinks->add_option("--out", sinks_options.out_dir, "Output directory (default: DIR/sinks)")
+      ->type_name("OUT");
+  sinks->footer(
+      "Loads DIR/config.toml and DIR/checkpoint/, cuts the split's first windows x window bytes\n"
+      "into windows, reads each as a fresh segment (positions 0..window-1, no memory, 1 thread)\n"
+      "and writes into OUT:\n"
+      "  sink_heads.csv    per (layer, head): mean weight on key 0 over queries FIRST..window-1,\n"
+      "                    the same for uniform attention (1 / keys seen), their ratio, sink\n"
+      "  sink_profile.csv  per (layer, head, query): mean weight on key 0, uniform 1 / (query + 1)\n"
+      "  sinks.json        the settings and the heads' summaries\n"
+      "Example:\n"
+      "  poslab sinks --run runs/rope64 --windows 100");
+
   LongRopeSearchCommand search;
   CLI::App* longrope_search = app.add_subcommand(
       "longrope-search",
@@ -675,6 +712,7 @@ int run(int argc, char** argv) {
       search.overrides = args.overrides;
       return run_longrope_search_command(search, std::cout);
     }
+    if (*sinks) return run_sinks(sinks_options, std::cout);
     if (*attention) {
       attention_options.mem_text_given = attention->count("--mem-text") > 0;
       return run_attention(attention_options, std::cout);
