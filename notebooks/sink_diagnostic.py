@@ -34,7 +34,7 @@ def draw_heatmap(ax, heads, info, label):
     grid = heads.pivot(index="layer", columns="head", values="first_key_mass")
     image = ax.imshow(grid.values, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     for (row, col), value in pd.DataFrame(grid.values).stack().items():
-        ax.text(col, row, f"{value:.2f}", ha="center", va="center", fontsize=8,
+        ax.text(col, row, f"{value:.3f}", ha="center", va="center", fontsize=8,
                 color="white" if value < 0.6 else "black")
     ax.set_xticks(range(grid.shape[1]))
     ax.set_yticks(range(grid.shape[0]))
@@ -56,10 +56,10 @@ def draw_profile(ax, profile, info):
     ax.plot(uniform["query"], uniform["uniform_mass"], "k--", lw=1, label="uniform 1/(i+1)")
     ax.axvline(info["first_query"], color="grey", lw=0.5)
     ax.set_yscale("log")
-    ax.set_ylim(1e-3, 1.5)
+    ax.set_ylim(1e-4, 1.5)
     ax.set_xlabel("query index i in the window")
     ax.set_ylabel("mean weight on key 0")
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
 
 
 def main(png_path, args):
