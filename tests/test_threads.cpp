@@ -133,9 +133,9 @@ TEST_CASE("parallel_multiply: the same bits at every thread count, on every shap
   const int threads_before = omp_get_max_threads();
   const bool ta = GENERATE(false, true), tb = GENERATE(false, true);
   // {m, n, k}: the reference model's products (rows = batch 16 x segment 64, width 128, feed-
-  // forward 512), then rows that split unevenly (97 rows: blocks of 32, 32, 33).
+  // forward 512: 2, 8 and 8 blocks), then rows that split unevenly (997 rows: 3 blocks).
   const int shape = GENERATE(0, 1, 2, 3);
-  const int shapes[4][3] = {{1024, 128, 128}, {1024, 512, 128}, {1024, 128, 512}, {97, 70, 61}};
+  const int shapes[4][3] = {{1024, 128, 128}, {1024, 512, 128}, {1024, 128, 512}, {997, 301, 97}};
   const int m = shapes[shape][0], n = shapes[shape][1], k = shapes[shape][2];
   std::vector<float> a(std::size_t(m) * k), b(std::size_t(k) * n);
   for (std::size_t i = 0; i < a.size(); ++i) a[i] = std::sin(0.37f * float(i)) * 1e-2f + 1.0f;
@@ -175,7 +175,8 @@ TEST_CASE("parallel_multiply: the same bits at every thread count, on every shap
 TEST_CASE("parallel_multiply's blocks: a function of the shape, covering every row once",
           "[threads]") {
   for (const auto& [m, n, k] : std::vector<std::array<int, 3>>{
-           {1024, 128, 128}, {97, 70, 61}, {64, 256, 1024}, {31, 512, 512}, {8, 8, 8}, {5000, 64, 64}}) {
+           {1024, 128, 128}, {997, 301, 97}, {64, 256, 1024}, {31, 512, 512}, {8, 8, 8},
+           {5000, 64, 64}, {4096, 512, 512}}) {
     const poslab::ProductBlocks blocks = poslab::product_blocks(m, n, k);
     INFO(m << " x " << n << " x " << k);
     CHECK(blocks.begin(0) == 0);
@@ -186,8 +187,11 @@ TEST_CASE("parallel_multiply's blocks: a function of the shape, covering every r
       CHECK(blocks.begin(b) % poslab::ProductBlocks::kAlign == 0);
     }
   }
-  // Small products stay one call.
+  // Small products stay one call; a block per 2^23 multiply-adds, at most 8.
   CHECK(poslab::product_blocks(8, 8, 8).count == 1);
+  CHECK(poslab::product_blocks(1024, 64, 64).count == 1);
+  CHECK(poslab::product_blocks(1024, 128, 128).count == 2);
+  CHECK(poslab::product_blocks(4096, 512, 512).count == 8);
 }
 
 TEST_CASE("the thread count does not change a training's result: the same bits", "[threads]") {

@@ -61,8 +61,14 @@ void multiply(MatrixView<T> C, std::type_identity_t<ConstMatrixView<T>> A,
 ProductBlocks product_blocks(int m, int n, int k) {
   ProductBlocks blocks;
   blocks.m = m;
-  const bool small = double(m) * n * k < 64.0 * 64 * 64;
-  blocks.count = small ? 1 : std::clamp(m / ProductBlocks::kMinRows, 1, ProductBlocks::kMaxBlocks);
+  // A block per 2^23 multiply-adds: below that a call is too short to share (and each call
+  // repacks op(B)). Measured (results/bench/product_blocks.csv): with a block per 32 rows of any
+  // product over 64^3, one thread at the studies' size (width 64) ran 9% slower than one call;
+  // with 2^23, the reference size's 128 x 128 products over 1,024 rows make 2 blocks (what 2
+  // threads made before) and the studies' size's are mostly one call.
+  const double work = double(m) * n * k;
+  const int by_work = int(std::min(work / double(1 << 23), double(ProductBlocks::kMaxBlocks)));
+  blocks.count = std::clamp(std::min(by_work, m / ProductBlocks::kMinRows), 1, ProductBlocks::kMaxBlocks);
   return blocks;
 }
 

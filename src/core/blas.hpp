@@ -42,9 +42,9 @@ void parallel_multiply(MatrixView<T> C, std::type_identity_t<ConstMatrixView<T>>
                        std::type_identity_t<ConstMatrixView<T>> B,
                        std::type_identity_t<T> alpha = T(1), std::type_identity_t<T> beta = T(0));
 
-// The row blocks of a parallel_multiply of C [m, n] = op(A) [m, k] op(B) [k, n]: one block for a
-// product under 64^3 multiply-adds; otherwise m / kMinRows blocks, at most kMaxBlocks, starting
-// at multiples of kAlign rows. A function of (m, n, k) only.
+// The row blocks of a parallel_multiply of C [m, n] = op(A) [m, k] op(B) [k, n]: one block per
+// 2^23 multiply-adds (m n k), at most kMaxBlocks and m / kMinRows, at least 1, starting at
+// multiples of kAlign rows (blas.cpp says why 2^23). A function of (m, n, k) only.
 struct ProductBlocks {
   static constexpr int kMinRows = 32;   // no block thinner than this (BLAS is slow on thin ones)
   static constexpr int kMaxBlocks = 8;  // enough to share among the threads of a small machine
