@@ -72,10 +72,7 @@ std::vector<std::int32_t> next_tokens(const std::vector<std::int32_t>& tokens) {
 int run_attention(const AttentionOptions& options, std::ostream& out) {
   RunDirectory run = RunDirectory::open(options.run_dir);
   const Config cfg = load_config(run.file("config.toml").string(), registered_choices());
-  if (!has_checkpoint(run.path()))
-    throw std::runtime_error(run.path().string() +
-                             " has no checkpoint/ (is the run finished? `poslab train` saves "
-                             "it at the end)");
+  require_checkpoint(run.path(), run.path().string());
   if (options.input.empty()) throw std::runtime_error("--input: expected a non-empty text");
   set_threads(1);  // one short sequence: threads would cost more than they save
 

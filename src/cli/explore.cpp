@@ -83,9 +83,7 @@ struct Text {
 LoadedRun load_run(const std::string& path) {
   RunDirectory run = RunDirectory::open(path);
   LoadedRun loaded{path, load_config(run.file("config.toml").string(), registered_choices()), {}};
-  if (!has_checkpoint(run.path()))
-    throw std::runtime_error(path + " has no checkpoint/ (is the run finished? `poslab train` "
-                                    "saves it at the end)");
+  require_checkpoint(run.path(), path);
   if (loaded.cfg.task.name != "lm")
     throw std::runtime_error(path + ": task '" + loaded.cfg.task.name +
                              "': the explorer shows language models (task.name = \"lm\") only");

@@ -40,10 +40,7 @@ namespace poslab {
 int run_sinks(const SinksOptions& options, std::ostream& out) {
   RunDirectory run = RunDirectory::open(options.run_dir);
   const Config cfg = load_config(run.file("config.toml").string(), registered_choices());
-  if (!has_checkpoint(run.path()))
-    throw std::runtime_error(run.path().string() +
-                             " has no checkpoint/ (is the run finished? `poslab train` saves "
-                             "it at the end)");
+  require_checkpoint(run.path(), run.path().string());
   const std::string split_name = options.split.empty() ? cfg.eval.split : options.split;
   if (split_name != "valid" && split_name != "test")
     throw std::runtime_error("--split: expected valid or test, got '" + split_name + "'");

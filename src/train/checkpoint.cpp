@@ -211,6 +211,12 @@ bool has_checkpoint(const fs::path& run_dir) {
   return complete_directory(run_dir / "checkpoint", "manifest.json").has_value();
 }
 
+void require_checkpoint(const fs::path& run_dir, const std::string& shown) {
+  if (!has_checkpoint(run_dir))
+    throw std::runtime_error(shown + " has no checkpoint/ (is the run finished? `poslab train` "
+                                     "saves it at the end)");
+}
+
 void load_checkpoint(const fs::path& run_dir, ParameterArena<float>& arena) {
   load_arrays(run_dir / "checkpoint", arena, arena.values(), "checkpoint");
 }

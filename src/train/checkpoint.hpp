@@ -39,6 +39,10 @@ void load_checkpoint(const std::filesystem::path& run_dir, ParameterArena<float>
 
 bool has_checkpoint(const std::filesystem::path& run_dir);
 
+// For the commands that read a trained run (attention, sinks, explore): throws
+// std::runtime_error "SHOWN has no checkpoint/ (is the run finished? ...)" when run_dir has none.
+void require_checkpoint(const std::filesystem::path& run_dir, const std::string& shown);
+
 // Writes run_dir/optimizer/adam_m/ and adam_v/ from the arena's moments.
 void save_optimizer_state(const std::filesystem::path& run_dir, const ParameterArena<float>& arena);
 bool has_optimizer_state(const std::filesystem::path& run_dir);
