@@ -230,7 +230,7 @@ def check_explorer(driver, index, screenshots, name="explorer"):
 
 def check_rope_explorer(driver, index, screenshots):
     """Two RoPE runs that differ only in their scaling (none; YaRN at s = 4): each column says
-    what sets it apart (not only "(rope)"), and the positional panel, RoPE's q.k response (the
+    what sets it apart (not only "(rope)"; only settings its own scaling reads), and the positional panel, RoPE's q.k response (the
     same for every head), is one curve, not four head colours over one line (issue 33)."""
     name = "rope explorer"
     open_page(driver, index)
@@ -239,9 +239,11 @@ def check_rope_explorer(driver, index, screenshots):
     differs = driver.execute_script(
         "return [...document.querySelectorAll('.run-column')].map(c => "
         "(c.querySelector('.differs') || {}).textContent || '')")
-    check(len(differs) == 2 and all("encoding.scaling" in d and "encoding.factor" in d
-                                    for d in differs),
-          f"{name}: each run's header says what differs {differs}")
+    # Only settings that the run's own scaling reads (issue 51): the factor sets YaRN's run
+    # apart, and means nothing to the run without scaling.
+    check(len(differs) == 2 and all("encoding.scaling" in d for d in differs)
+          and "encoding.factor" in differs[1] and "encoding.factor" not in differs[0],
+          f"{name}: each run's header says what differs, in settings its scaling reads {differs}")
     check(len(differs) == 2 and '"yarn"' in differs[1] and '"none"' in differs[0],
           f"{name}: and with which values")
     curves = driver.execute_script("return window.poslabExplorer.positionalCurves()")
