@@ -68,8 +68,9 @@ std::string factor_list(const std::vector<double>& factors) {
 }
 
 // The shortest text that reads back as x (evaluations.csv keeps losses and factors exactly, so
-// that a replay takes the same decisions).
-std::string exact(double x) {
+// that a replay takes the same decisions). Not describe.cpp's exact(): the sanitizer build
+// compiles the library as one unit, where two file-local functions of one name collide.
+std::string round_trip_text(double x) {
   char buffer[32];
   return std::string(buffer, std::to_chars(buffer, buffer + sizeof buffer, x).ptr);
 }
@@ -77,7 +78,8 @@ std::string exact(double x) {
 // The key of a vector in evaluations.csv: its factors, exactly, separated by spaces.
 std::string exact_list(const std::vector<double>& factors) {
   std::string text;
-  for (std::size_t i = 0; i < factors.size(); ++i) text += (i ? " " : "") + exact(factors[i]);
+  for (std::size_t i = 0; i < factors.size(); ++i)
+    text += (i ? " " : "") + round_trip_text(factors[i]);
   return text;
 }
 
@@ -302,7 +304,7 @@ int run_longrope_search_command(const LongRopeSearchCommand& c, std::ostream& ou
       std::copy(weights.values(), weights.values() + weights.count(), model.arena().values());
       loss = evaluate(model, *source, c.eval_batches, 0).loss;
       ++evaluated;
-      evaluations_log.append({int(earlier.size()) + evaluated, exact(loss), key});
+      evaluations_log.append({int(earlier.size()) + evaluated, round_trip_text(loss), key});
     }
     if (loss < best_loss) best_loss = loss, best_factors = factors;
     // Between the iteration lines (an iteration is `mutations + crossovers` evaluations, the
