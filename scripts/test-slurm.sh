@@ -400,7 +400,7 @@ compare_summaries() {
 import csv, sys
 
 IGNORED = {"commit", "train_tokens_per_second", "train_seconds", "peak_memory_mb",
-           "tokens_per_second"}
+           "tokens_per_second", "started", "finished"}  # times and speeds differ by machine and moment
 KEY = ["run", "kind", "factor", "seq_len", "mem_len", "split"]
 
 def read(path):
