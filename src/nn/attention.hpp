@@ -29,6 +29,7 @@
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
 #include "core/ordered_sums.hpp"
+#include "core/vector_exp.hpp"
 #include "core/rng.hpp"
 #include "encodings/encoding.hpp"
 #include "nn/inference_scratch.hpp"
@@ -325,7 +326,7 @@ class Attention {
     for (int r = 0; r < n; ++r) {
       T* s = P.row(i0 + r);
       const T m = std::max(row_max(s, begin[r], end[r]), sink_logit);
-      for (int j = begin[r]; j < end[r]; ++j) s[j] = std::exp(s[j] - m);
+      exp_shifted(s + begin[r], m, s + begin[r], end[r] - begin[r]);  // s_j = exp(s_j - m), core/vector_exp.hpp
       sink_term[r] = std::exp(sink_logit - m);  // exactly 0 for s = -inf
     }
     T sum[kSoftmaxRows];

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/vector_exp.hpp"
+
 namespace poslab {
 
 // logits [N, V]; targets, weights [N] (weights == nullptr: all 1).
@@ -29,11 +31,9 @@ double cross_entropy_forward_backward(const T* logits, const std::int32_t* targe
     T* dz = dlogits + static_cast<long>(n) * V;
     T zmax = z[0];
     for (int v = 1; v < V; ++v) zmax = z[v] > zmax ? z[v] : zmax;
+    exp_shifted(z, zmax, dz, V);  // dz[v] = exp(z[v] - zmax), std::exp's bits (core/vector_exp.hpp)
     T sum = 0;
-    for (int v = 0; v < V; ++v) {
-      dz[v] = std::exp(z[v] - zmax);
-      sum += dz[v];
-    }
+    for (int v = 0; v < V; ++v) sum += dz[v];  // in order: the loss does not depend on the code's schedule
     const T w = weights ? weights[n] : T(1);
     const T nll = std::log(sum) - (z[targets[n]] - zmax);
     token_loss[n] = nll;
