@@ -29,6 +29,7 @@
 #include "core/blas.hpp"
 #include "core/buffer.hpp"
 #include "core/ordered_sums.hpp"
+#include "core/row_max.hpp"
 #include "core/vector_exp.hpp"
 #include "core/rng.hpp"
 #include "encodings/encoding.hpp"
@@ -339,19 +340,6 @@ class Attention {
       for (int j = begin[r]; j < end[r]; ++j) s[j] *= inv;
       for (int j = end[r]; j < K; ++j) s[j] = 0;
     }
-  }
-
-  // max of s[begin .. end-1], in 16 partial maxima (one vector register): a maximum is the same
-  // in any order, so this equals the one-by-one loop, without its chain of dependent steps.
-  static T row_max(const T* s, int begin, int end) {
-    constexpr int kLanes = 16;
-    T part[kLanes];
-    std::fill(part, part + kLanes, -std::numeric_limits<T>::infinity());
-    int j = begin;
-    for (; j + kLanes <= end; j += kLanes)
-      for (int u = 0; u < kLanes; ++u) part[u] = std::max(part[u], s[j + u]);
-    for (; j < end; ++j) part[0] = std::max(part[0], s[j]);
-    return *std::max_element(part, part + kLanes);
   }
 
   ParameterArena<T>& arena_;
