@@ -6,12 +6,12 @@
 # exp, and each of poslab's own passes. CPU samples, so the shares hold on a busy machine too
 # (times do not). One thread, so the OpenMP runtime's waiting does not count.
 #
-#   bash bench/profile_step/run.sh POSLAB studies|reference [STEPS]
+#   bash bench/profile_step/run.sh studies|reference [STEPS] [POSLAB]     (POSLAB: build/poslab)
 set -euo pipefail
-poslab=${1:?usage: run.sh POSLAB studies|reference [STEPS]}
-size=${2:?usage: run.sh POSLAB studies|reference [STEPS]}
-steps=${3:-300}
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+size=${1:?usage: run.sh studies|reference [STEPS] [POSLAB]}
+steps=${2:-300}
+poslab=${3:-$repo/build/poslab}
 case $size in
   studies) args=(--set model.n_layers=2 --set model.d_model=64 --set model.d_inner=256 --set encoding.type=rope) ;;
   reference) args=(--set encoding.type=none) ;;
