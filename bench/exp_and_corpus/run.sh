@@ -13,24 +13,21 @@ rounds=${3:-3}
 studies=(--steps 100 --set model.n_layers=2 --set model.d_model=64 --set model.d_inner=256
          --set encoding.type=rope --set train.threads=1)
 reference=(--steps 20 --set train.threads=2)
+here="$(dirname "${BASH_SOURCE[0]}")"
 echo "round,kernel,size,build,tokens_per_s,ceiling_gflops,ratio"
 for ((r = 1; r <= rounds; r++)); do
   for kernel in own Haswell; do
     for size in studies reference; do
-      for which in old new; do
-        bin=$old
-        [[ $which == new ]] && bin=$new
-        if [[ $size == studies ]]; then args=("${studies[@]}"); else args=("${reference[@]}"); fi
-        if [[ $kernel == own ]]; then
-          out=$(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$bin" bench "${args[@]}")
-        else
-          out=$(env OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512 "$bin" bench "${args[@]}")
-        fi
-        tokens=$(awk '/^training:/{print $2}' <<<"$out")
-        ceiling=$(awk '/^ceiling:/{print $2}' <<<"$out")
-        ratio=$(awk '/^ratio:/{print $2}' <<<"$out")
-        echo "$r,$kernel,$size,$which,$tokens,$ceiling,$ratio"
-      done
+      if [[ $size == studies ]]; then args=("${studies[@]}"); else args=("${reference[@]}"); fi
+      if [[ $kernel == own ]]; then
+        kernel_env=(env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE)
+      else
+        kernel_env=(env OPENBLAS_CORETYPE=Haswell OPENBLAS_L2_SIZE=512)
+      fi
+      # One round of bench/before_after.sh (old, then new); its rows "1,old,..." get this round,
+      # kernel and size.
+      "${kernel_env[@]}" bash "$here/../before_after.sh" "$old" "$new" 1 "${args[@]}" |
+        tail -n +2 | sed "s/^1,/$r,$kernel,$size,/"
     done
   done
 done
