@@ -21,6 +21,7 @@ out="${3:?OUT}"
 # OUT at the end.
 scratch="${TMPDIR:-/tmp}/poslab-compare-refactor"
 rm -rf "$out" "$scratch" && mkdir -p "$scratch/work" && cd "$scratch/work" || exit 1
+cp "$poslab" "$scratch/poslab" && poslab="$scratch/poslab"  # its path is written into run logs
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1 MPLBACKEND=Agg
 
 # step NAME COMMAND...: stdout, stderr and exit code of one command into ../logs/NAME.*
@@ -114,6 +115,15 @@ step bad_parent "$poslab" train --config tiny.toml --set out_dir=runs/z \
   --set train.init_from=runs/none
 step bad_eval_seq_len "$poslab" train --config tiny.toml --set out_dir=runs/w \
   --set eval.seq_len=100000000
+# every command's help
+for command in "" train eval bench encodings tasks plot attention sinks longrope-search explore \
+  report run; do
+  step "help_${command:-poslab}" "$poslab" $command --help
+done
+step usage_unknown_command "$poslab" trian
+step usage_missing_option "$poslab" eval
+step listing_encodings "$poslab" encodings
+step listing_tasks "$poslab" tasks
 # study smokes (each well under a minute here)
 step study_two_stage "$poslab" run "$repo/tests/studies/two_stage.toml" --jobs 1 --out studies/two_stage
 step study_streaming "$poslab" run "$repo/experiments/streaming_sinks.toml" --smoke --jobs 1 \
@@ -122,4 +132,4 @@ step study_copy_distance "$poslab" run "$repo/experiments/copy_distance_demo.tom
   --jobs 1 --out studies/copy_distance
 step study_length_generalization "$poslab" run "$repo/experiments/length_generalization.toml" \
   --smoke --jobs 1 --out studies/length_generalization
-cd / && mkdir -p "$(dirname "$out")" && mv "$scratch" "$out" && echo "wrote $out" >&2
+rm -f "$scratch/poslab" && cd / && mkdir -p "$(dirname "$out")" && mv "$scratch" "$out" && echo "wrote $out" >&2

@@ -23,6 +23,7 @@ IGNORED_KEYS = {
 IGNORED_COLUMNS = IGNORED_KEYS | {"elapsed_s"}
 # Text: durations, speeds, moments, commits, scratch paths.
 TEXT_PATTERNS = [
+    (re.compile(r"\b(\d+h)?\d+m(?=[0-9.]+s)"), ""),  # 1m23s -> 23s (then masked below)
     (re.compile(r"(ETA|elapsed) [0-9hm.]+(<n>)?s?"), r"\1 <n>"),
     (re.compile(r"[0-9.]+(e[-+]?[0-9]+)?( ?)(tokens/s|tok/s|s elapsed|s of|s \(|s\b)"), r"<n>\2\3"),
     (re.compile(r"\d{4}-\d\d-\d\dT\d\d[:-]\d\d[:-]\d\d(\.\d+)?Z?"), "<time>"),

@@ -1,4 +1,4 @@
-// Loss by copy distance (train/copy_distance.hpp) on planted sequences whose answer is known:
+// Loss by copy distance (eval/copy_distance.hpp) on planted sequences whose answer is known:
 // which targets continue a repeated string, at which distance, and the per-bucket mean loss.
 #include <catch2/catch.hpp>
 
@@ -10,8 +10,8 @@
 #include "data/corpus.hpp"
 #include "encodings/registry.hpp"
 #include "model/transformer.hpp"
-#include "train/copy_distance.hpp"
-#include "train/evaluate.hpp"
+#include "eval/copy_distance.hpp"
+#include "eval/chunked.hpp"
 
 using namespace poslab;
 

@@ -1,4 +1,4 @@
-// LongRoPE's search (train/longrope_search.hpp), checked against docs/conventions.md
+// LongRoPE's search (eval/longrope_search.hpp), checked against docs/conventions.md
 // ("LongRoPE", the search): lambda_i in [1, cap] on a 0.01 grid, non-decreasing;
 // cap 1 + s (released dim_mono: evo_list = arange(1.0, 1.0 + scale + step, step)) or 1.25 s
 // (paper); population 64, 40 iterations, 16 mutations + 16 crossovers, 32 parents; crossover
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <vector>
 
-#include "train/longrope_search.hpp"
+#include "eval/longrope_search.hpp"
 
 using namespace poslab;
 

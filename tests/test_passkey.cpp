@@ -1,4 +1,4 @@
-// Passkey retrieval (tasks/passkey.hpp, tasks/passkey_mix.hpp, train/passkey_eval.hpp): the
+// Passkey retrieval (tasks/passkey.hpp, tasks/passkey_mix.hpp, eval/passkey_eval.hpp): the
 // instances are read back as text, the way a person would check them; the scoring is checked on
 // planted model outputs; greedy decoding is done step by step with real models and compared
 // with the one-pass rule of passkey_eval.hpp; the config rules say what is wrong and where.
@@ -23,7 +23,7 @@
 #include "tasks/passkey.hpp"
 #include "tasks/passkey_mix.hpp"
 #include "tasks/task.hpp"
-#include "train/passkey_eval.hpp"
+#include "eval/passkey_eval.hpp"
 #include "train/registered_choices.hpp"
 
 using namespace poslab;

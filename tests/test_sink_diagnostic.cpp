@@ -1,4 +1,4 @@
-// The attention-sink diagnostic (train/sink_diagnostic.hpp) on models with planted heads.
+// The attention-sink diagnostic (eval/sink_diagnostic.hpp) on models with planted heads.
 //
 // The plant. A model with the learned absolute encoding (x_0 = sqrt(d) E[token] + U[pos]) whose
 // every token embedding has 1 / sqrt(d) in coordinate 0 and 0 in coordinate 1, and whose position
@@ -24,7 +24,7 @@
 #include "core/rng.hpp"
 #include "model/transformer.hpp"
 #include "process_helpers.hpp"
-#include "train/sink_diagnostic.hpp"
+#include "eval/sink_diagnostic.hpp"
 
 using namespace poslab;
 

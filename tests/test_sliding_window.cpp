@@ -13,7 +13,7 @@
 #include "encodings/registry.hpp"
 #include "model/transformer.hpp"
 #include "token_helpers.hpp"
-#include "train/sliding_window.hpp"
+#include "eval/sliding_window.hpp"
 
 using namespace poslab;
 using poslab::testing::random_tokens;

@@ -1,4 +1,4 @@
-// The streaming cache (StreamingLLM, Xiao et al. 2023; train/streaming_cache.hpp), checked
+// The streaming cache (StreamingLLM, Xiao et al. 2023; eval/streaming_cache.hpp), checked
 // against its definition, not against the code under test:
 //
 //   - token t attends to the sinks {0..S-1}, the recent {t-R..t-1} and itself;
@@ -23,7 +23,7 @@
 #include "encodings/registry.hpp"
 #include "model/transformer.hpp"
 #include "token_helpers.hpp"
-#include "train/streaming_cache.hpp"
+#include "eval/streaming_cache.hpp"
 
 using namespace poslab;
 using poslab::testing::random_tokens;

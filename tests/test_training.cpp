@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "model/transformer.hpp"
-#include "train/evaluate.hpp"
+#include "eval/chunked.hpp"
 #include "train/optimizer.hpp"
 #include "train/train.hpp"
 

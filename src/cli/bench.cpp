@@ -20,8 +20,8 @@
 #include "encodings/registry.hpp"
 #include "model/transformer.hpp"
 #include "train/run_dir.hpp"
-#include "train/sliding_window.hpp"
-#include "train/memory_estimate.hpp"
+#include "eval/sliding_window.hpp"
+#include "eval/memory_estimate.hpp"
 #include "train/train.hpp"
 
 namespace poslab {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "train/longrope_search.hpp"
+#include "eval/longrope_search.hpp"
 
 namespace poslab {
 
@@ -35,7 +35,7 @@ int run_eval(const std::string& run_dir, const std::vector<std::string>& overrid
              int mem_len, const std::string& token_losses_file = "");
 
 // The streaming evaluation of a finished run (eval.stream_*, from its config with `overrides`;
-// train/streaming_cache.hpp): one row per mode of eval.stream_modes, written to
+// eval/streaming_cache.hpp): one row per mode of eval.stream_modes, written to
 // DIR/eval_stream.json, and the loss along the stream to DIR/eval_stream.csv.
 int run_eval_stream(const std::string& run_dir, const std::vector<std::string>& overrides);
 
@@ -102,7 +102,7 @@ int run_attention(const AttentionOptions& options, std::ostream& out);
 
 // `poslab sinks` (sinks.cpp): the attention-sink diagnostic of a trained run, the mass of every
 // layer's and head's attention on the first key over windows of a split
-// (train/sink_diagnostic.hpp).
+// (eval/sink_diagnostic.hpp).
 struct SinksOptions {
   std::string run_dir;     // a finished run (config.toml + checkpoint/)
   std::string split;       // "valid" | "test"; "" = the run's eval.split

@@ -1,4 +1,4 @@
-// `poslab longrope-search`: LongRoPE's evolutionary search (train/longrope_search.hpp) on a
+// `poslab longrope-search`: LongRoPE's evolutionary search (eval/longrope_search.hpp) on a
 // finished rope run. The fitness of a vector of factors lambda is the model's validation loss
 // at the target length L' with rope scaling = longrope, factor s = L' / L, original_len L (the
 // run's train.seq_len), long_factor = lambda, used for every call (longrope_factors = long), and
@@ -17,7 +17,7 @@
 //
 // Stopping and resuming. SIGINT or SIGTERM (Ctrl-C, Slurm's time limit) stops the search after
 // the evaluation in progress, keeping evaluations.csv and fitness.csv. The search is
-// deterministic given its settings and the losses (train/longrope_search.hpp), so the same
+// deterministic given its settings and the losses (eval/longrope_search.hpp), so the same
 // command run again replays it, taking the losses already in evaluations.csv instead of
 // evaluating them, and ends with the factors an uninterrupted search finds. An --out holding a
 // search of other settings, or files that are not a search's, is refused.
@@ -45,9 +45,9 @@
 #include "model/transformer.hpp"
 #include "tasks/make_source.hpp"
 #include "train/checkpoint.hpp"
-#include "train/evaluate.hpp"
-#include "train/memory_estimate.hpp"
-#include "train/longrope_search.hpp"
+#include "eval/chunked.hpp"
+#include "eval/memory_estimate.hpp"
+#include "eval/longrope_search.hpp"
 #include "train/registered_choices.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"

@@ -75,14 +75,27 @@ std::string describe_values(const OptionSpec& o) {
   return text;
 }
 
-int list_encodings(std::ostream& out) {
-  out << "Positional encodings (choose one with `[encoding] type = \"NAME\"` in a config, or\n"
-         "--set encoding.type=NAME; set its options as `encoding.OPTION`):\n";
-  auto print_option = [&out](const OptionSpec& o) {
+// The options of an encoding or a task, as both listings print them:
+//   options:
+//     KEY = DEFAULT    (TYPE, RANGE)
+//         HELP
+// or "  options: none".
+void print_options(std::ostream& out, const std::vector<OptionSpec>& options) {
+  if (options.empty()) {
+    out << "  options: none\n";
+    return;
+  }
+  out << "  options:\n";
+  for (const OptionSpec& o : options) {
     out << "    " << o.key << " = " << option_to_string(o.default_value) << "    ("
         << describe_values(o) << ")\n";
     if (!o.help.empty()) out << "        " << o.help << "\n";
-  };
+  }
+}
+
+int list_encodings(std::ostream& out) {
+  out << "Positional encodings (choose one with `[encoding] type = \"NAME\"` in a config, or\n"
+         "--set encoding.type=NAME; set its options as `encoding.OPTION`):\n";
   // The options every encoding has (registry.cpp) are listed once, after the encodings.
   const std::vector<OptionSpec> shared = log_n_options();
   auto is_shared = [&shared](const OptionSpec& o) {
@@ -94,15 +107,10 @@ int list_encodings(std::ostream& out) {
     std::vector<OptionSpec> own;
     for (const OptionSpec& o : e.options)
       if (!is_shared(o)) own.push_back(o);
-    if (own.empty()) {
-      out << "  options: none\n";
-      continue;
-    }
-    out << "  options:\n";
-    for (const OptionSpec& o : own) print_option(o);
+    print_options(out, own);
   }
-  out << "\nEvery encoding also has (docs/05, \"Log-n scaling\"):\n  options:\n";
-  for (const OptionSpec& o : shared) print_option(o);
+  out << "\nEvery encoding also has (docs/05, \"Log-n scaling\"):\n";
+  print_options(out, shared);
   return 0;
 }
 
@@ -112,16 +120,7 @@ int list_tasks(std::ostream& out) {
          "set its options as `task.OPTION`). Generated tasks score only their answer tokens.\n";
   for (const TaskInfo& t : registered_tasks()) {
     out << "\n" << t.name << "\n  " << t.description << "\n  layout: " << t.layout << "\n";
-    if (t.options.empty()) {
-      out << "  options: none\n";
-      continue;
-    }
-    out << "  options:\n";
-    for (const OptionSpec& o : t.options) {
-      out << "    " << o.key << " = " << option_to_string(o.default_value) << "    ("
-          << describe_values(o) << ")\n";
-      if (!o.help.empty()) out << "        " << o.help << "\n";
-    }
+    print_options(out, t.options);
   }
   return 0;
 }
@@ -202,17 +201,8 @@ int report_error(const std::string& message) {
   return 1;
 }
 
-int run(int argc, char** argv) {
-  Arguments args;
-  CLI::App app{
-      "poslab: a testbed for positional encodings in small transformer language models, "
-      "trained on the CPU.",
-      "poslab"};
-  app.require_subcommand(1);
-  app.footer(
-      "Run `poslab COMMAND --help` for what each command does.\n"
-      "Example:\n  poslab encodings\n  poslab train --config experiments/quickstart.toml --set encoding.type=shaw");
-
+// `poslab train` (train/run.hpp).
+CLI::App* add_train_command(CLI::App& app, Arguments& args) {
   CLI::App* train = app.add_subcommand(
       "train", "Train a model as the config says and evaluate it on the validation split.");
   train->add_option("--config", args.config_path, "TOML config file (every key: src/config/config.hpp, or docs/06)")
@@ -280,7 +270,11 @@ int run(int argc, char** argv) {
       "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
       "encoding.clip_k=8 --init-from runs/shaw-k8 --set train.seq_len=128 --set "
       "train.steps=200 --out runs/shaw-k8-128");
+  return train;
+}
 
+// `poslab eval` (train/evaluate_run.hpp).
+CLI::App* add_eval_command(CLI::App& app, Arguments& args) {
   CLI::App* eval = app.add_subcommand(
       "eval", "Evaluate the checkpoint of a finished run, possibly at another length or memory.");
   eval->add_option("--run", args.run_dir, "Run directory written by `poslab train`")
@@ -329,7 +323,11 @@ int run(int argc, char** argv) {
       "  poslab eval --run runs/rope --stream --set eval.stream_length=6400\n"
       "Example:\n"
       "  poslab eval --run runs/shaw-k8 --seq-len 256 --mem-len 256");
+  return eval;
+}
 
+// `poslab bench` (bench.cpp).
+CLI::App* add_bench_command(CLI::App& app, Arguments& args) {
   CLI::App* bench = app.add_subcommand(
       "bench", "Measure training throughput (tokens/s and GFLOP/s) for a model size.");
   bench->add_option("--steps", args.steps, "Timed training steps (after a warm-up)")
@@ -399,7 +397,11 @@ int run(int argc, char** argv) {
       "  poslab bench --eval-memory 15872 --eval-memory-budget 32 --set train.seq_len=512\n"
       "  poslab bench --reuse 128,256,512,1024,2048 --set encoding.type=transformer_xl "
       "--csv results/bench/reuse_speed.csv");
+  return bench;
+}
 
+// `poslab encodings` (list_encodings above; --describe: describe.cpp).
+CLI::App* add_encodings_command(CLI::App& app, Arguments& args) {
   CLI::App* encodings = app.add_subcommand(
       "encodings", "List the positional encodings and their options.");
   CLI::Option* describe =
@@ -429,7 +431,11 @@ int run(int argc, char** argv) {
       "  poslab encodings\n"
       "  poslab encodings --describe rope --set model.d_model=64 --set model.n_heads=4 \\\n"
       "      --set encoding.scaling=yarn --set encoding.factor=4 --set encoding.original_len=64");
+  return encodings;
+}
 
+// `poslab tasks` (list_tasks above).
+CLI::App* add_tasks_command(CLI::App& app) {
   CLI::App* tasks = app.add_subcommand(
       "tasks", "List the tasks (the corpus and the generated tasks) and their options.");
   tasks->footer(
@@ -437,8 +443,11 @@ int run(int argc, char** argv) {
       "instance, and every option with its type, default and range. Writes nothing.\n"
       "Example:\n"
       "  poslab tasks");
+  return tasks;
+}
 
-  std::vector<std::string> plot_dirs;
+// `poslab plot` (notebooks/poslab_plots.py, through python_script.cpp).
+CLI::App* add_plot_command(CLI::App& app, std::vector<std::string>& plot_dirs) {
   CLI::App* plot = app.add_subcommand(
       "plot", "Draw the standard figures of one or more studies (results of `poslab run`).");
   plot->add_option("STUDY_DIR", plot_dirs, "A study's results directory (holds summary.csv)")
@@ -463,8 +472,11 @@ int run(int argc, char** argv) {
       "python3-pandas and python3-matplotlib. The same figures, interactive: poslab report.\n"
       "Example:\n"
       "  poslab plot results/state_reuse results/xl_terms");
+  return plot;
+}
 
-  AttentionOptions attention_options;
+// `poslab attention` (attention.cpp).
+CLI::App* add_attention_command(CLI::App& app, AttentionOptions& attention_options) {
   CLI::App* attention = app.add_subcommand(
       "attention", "Dump a trained run's attention weights on a text, for plots.");
   attention->add_option("--run", attention_options.run_dir, "Run directory written by `poslab train`")
@@ -488,8 +500,11 @@ int run(int argc, char** argv) {
       "  tokens.json   {\"input\", \"memory\", \"mem_len\": M, \"keys\": one label per column, ...}\n"
       "Example:\n"
       "  poslab attention --run runs/quickstart --input \"hello world\" --mem-text \"once upon a time\"");
+  return attention;
+}
 
-  SinksOptions sinks_options;
+// `poslab sinks` (sinks.cpp).
+CLI::App* add_sinks_command(CLI::App& app, SinksOptions& sinks_options) {
   CLI::App* sinks = app.add_subcommand(
       "sinks", "Measure attention sinks: each layer's and head's attention mass on the first key.");
   sinks->add_option("--run", sinks_options.run_dir, "Run directory written by `poslab train`")
@@ -524,8 +539,12 @@ int run(int argc, char** argv) {
       "  sinks.json        the settings and the heads' summaries\n"
       "Example:\n"
       "  poslab sinks --run runs/rope64 --windows 100");
+  return sinks;
+}
 
-  LongRopeSearchCommand search;
+// `poslab longrope-search` (longrope_search_cmd.cpp).
+CLI::App* add_longrope_search_command(CLI::App& app, LongRopeSearchCommand& search,
+                                      Arguments& args) {
   CLI::App* longrope_search = app.add_subcommand(
       "longrope-search",
       "Search LongRoPE's per-pair rope factors for a longer context by evolution, on a trained "
@@ -581,15 +600,18 @@ int run(int argc, char** argv) {
   longrope_search->footer(
       "Fitness: the validation loss at --target with rope scaling longrope, factor s, original_len\n"
       "L and long_factor = the candidate (docs/11, 'LongRoPE'). Population, mutation and crossover\n"
-      "as microsoft/LongRoPE's dim_mono search (src/train/longrope_search.hpp). Prints a line per\n"
+      "as microsoft/LongRoPE's dim_mono search (src/eval/longrope_search.hpp). Prints a line per\n"
       "iteration; writes OUT/longrope_factors.toml (an [encoding] snippet), OUT/fitness.csv and\n"
       "OUT/fitness.png, and keeps every evaluation in OUT/evaluations.csv. Ctrl-C (SIGINT) or\n"
       "SIGTERM stops it after the evaluation in progress; the same command then resumes it.\n"
       "OUT is held by one search at a time; a file, or a directory of other files, is refused.\n"
       "Example:\n"
       "  poslab longrope-search --run runs/rope64 --target 256 --out runs/rope64_longrope256");
+  return longrope_search;
+}
 
-  ExploreOptions explore_options;
+// `poslab explore` (explore.cpp).
+CLI::App* add_explore_command(CLI::App& app, ExploreOptions& explore_options) {
   CLI::App* explore = app.add_subcommand(
       "explore", "Write the attention explorer of trained runs: a web page that opens from disk.");
   explore->add_option("RUN", explore_options.runs, "Run directories of language models (two: side by side)")
@@ -627,8 +649,11 @@ int run(int argc, char** argv) {
       "Example:\n"
       "  poslab explore runs/sinusoidal runs/alibi --out runs/explorer\n"
       "  xdg-open runs/explorer/index.html");
+  return explore;
+}
 
-  ReportOptions report_options;
+// `poslab report` (report.cpp).
+CLI::App* add_report_command(CLI::App& app, ReportOptions& report_options) {
   CLI::App* report = app.add_subcommand(
       "report", "Write a study's results as a web site that opens from disk (no server).");
   report->add_option("STUDY_DIR", report_options.study_dir, "A study's results directory (holds summary.csv)")
@@ -658,111 +683,167 @@ int run(int argc, char** argv) {
       "Example:\n"
       "  poslab report results/xl_terms\n"
       "  xdg-open results/xl_terms/report/index.html");
+  return report;
+}
 
+// The command line: every subcommand, and what it was given.
+struct CommandLine {
+  CLI::App app{
+      "poslab: a testbed for positional encodings in small transformer language models, "
+      "trained on the CPU.",
+      "poslab"};
+  Arguments args;
+  std::vector<std::string> plot_dirs;
+  AttentionOptions attention_options;
+  SinksOptions sinks_options;
+  LongRopeSearchCommand search;
+  ExploreOptions explore_options;
+  ReportOptions report_options;
   RunStudyOptions run_options;  // `poslab run`: a study of many runs (study/runner.hpp)
+  // In the order `poslab --help` lists them.
+  CLI::App* train = add_train_command(app, args);
+  CLI::App* eval = add_eval_command(app, args);
+  CLI::App* bench = add_bench_command(app, args);
+  CLI::App* encodings = add_encodings_command(app, args);
+  CLI::App* tasks = add_tasks_command(app);
+  CLI::App* plot = add_plot_command(app, plot_dirs);
+  CLI::App* attention = add_attention_command(app, attention_options);
+  CLI::App* sinks = add_sinks_command(app, sinks_options);
+  CLI::App* longrope_search = add_longrope_search_command(app, search, args);
+  CLI::App* explore = add_explore_command(app, explore_options);
+  CLI::App* report = add_report_command(app, report_options);
   CLI::App* run_command = add_run_command(app, run_options);
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::string message = e.what();
-    // CLI11 calls a misspelled command a missing one; name it instead. The commands are read
-    // from the app, so a new one is never taken for a misspelling.
-    std::vector<std::string> commands;
-    for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; }))
-      commands.push_back(command->get_name());
-    if (argc > 1 && argv[1][0] != '-' &&
-        std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
-      message = std::string("unknown command '") + argv[1] + "'; the commands are ";
-      for (std::size_t i = 0; i < commands.size(); ++i)
-        message += (i == 0 ? "" : i + 1 == commands.size() ? " and " : ", ") + commands[i];
-    }
-    std::cerr << "poslab: usage error: " << message
-              << "\nRun `poslab --help` or `poslab COMMAND --help` for usage.\n";
-    return 2;
+  CommandLine() {
+    app.require_subcommand(1);
+    app.footer(
+        "Run `poslab COMMAND --help` for what each command does.\n"
+        "Example:\n  poslab encodings\n  poslab train --config experiments/quickstart.toml --set encoding.type=shaw");
   }
+};
 
+// A usage error (an unknown option, a missing argument): two lines on stderr, exit code 2.
+int usage_error(CLI::App& app, const CLI::ParseError& e, int argc, char** argv) {
+  if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
+  std::string message = e.what();
+  // CLI11 calls a misspelled command a missing one; name it instead. The commands are read
+  // from the app, so a new one is never taken for a misspelling.
+  std::vector<std::string> commands;
+  for (const CLI::App* command : app.get_subcommands([](CLI::App*) { return true; }))
+    commands.push_back(command->get_name());
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
+    message = std::string("unknown command '") + argv[1] + "'; the commands are ";
+    for (std::size_t i = 0; i < commands.size(); ++i)
+      message += (i == 0 ? "" : i + 1 == commands.size() ? " and " : ", ") + commands[i];
+  }
+  std::cerr << "poslab: usage error: " << message
+            << "\nRun `poslab --help` or `poslab COMMAND --help` for usage.\n";
+  return 2;
+}
+
+// `poslab encodings`: the listing, or --describe NAME's table.
+int run_encodings_command(const Arguments& args) {
+  if (args.describe.empty()) {
+    if (!args.overrides.empty())
+      throw std::invalid_argument("encodings: --set needs --describe NAME");
+    return list_encodings(std::cout);
+  }
+  if (!find_encoding(args.describe))
+    throw std::invalid_argument("encodings --describe: unknown encoding '" + args.describe +
+                                "'");
+  // The described encoding first, so that --set can give its options.
+  std::vector<std::string> overrides = {"encoding.type=" + args.describe};
+  overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
+  const Config cfg = config_from_string("", "(defaults)", registered_choices(), overrides);
+  if (cfg.encoding.type != args.describe)
+    throw std::invalid_argument("encodings --describe " + args.describe +
+                                ": --set encoding.type names another encoding ('" +
+                                cfg.encoding.type + "')");
+  return describe_encoding(cfg, args.describe_length, args.describe_csv, std::cout);
+}
+
+// `poslab train`: the config with the command line's settings, then the whole run.
+int run_train_command(CLI::App* train, Arguments& args) {
+  die_with_runner();
+  // --init-from and --init-optimizer are config keys given on the command line: the loader
+  // checks them with the rest, and config.toml records them.
+  if (train->count("--init-from")) {
+    check_path_argument("--init-from", args.init_from);
+    args.overrides.push_back("train.init_from=" + toml_string(args.init_from));
+  }
+  if (args.init_optimizer) args.overrides.push_back("train.init_optimizer=true");
+  Config cfg = load_config(args.config_path, registered_choices(), args.overrides);
+  if (train->count("--out")) {
+    check_path_argument("--out", args.out_dir);
+    cfg.out_dir = args.out_dir;
+  }
+  return run_train(cfg,
+                   args.force    ? ExistingRun::force
+                   : args.resume ? ExistingRun::resume
+                                 : ExistingRun::refuse,
+                   args.wait_for_trainer_seconds);
+}
+
+// `poslab bench`: one of its measurements (bench.cpp).
+int run_bench_command(const Arguments& args) {
+  const Config cfg =
+      args.config_path.empty()
+          ? config_from_string("", "(defaults)", registered_choices(), args.overrides)
+          : load_config(args.config_path, registered_choices(), args.overrides);
+  if (!args.reuse_attn_lens.empty())
+    return run_bench_reuse(cfg, args.reuse_attn_lens, args.reuse_targets, args.csv_path);
+  if (!args.eval_memory_lens.empty())
+    return run_bench_eval_memory(cfg, args.eval_memory_lens, args.eval_memory_path,
+                                 args.eval_memory_budget_mb, args.csv_path);
+  if (args.compare_mem_len >= 0)
+    return run_bench_comparison(cfg, args.steps, args.compare_mem_len);
+  if (!args.scaling_segments.empty())
+    return run_bench_scaling(cfg, args.steps, args.scaling_segments, args.scaling_tokens,
+                             args.csv_path);
+  return run_bench(cfg, args.steps);
+}
+
+// The parsed command's work; its exit code.
+int run_parsed(CommandLine& c) {
+  Arguments& args = c.args;
+  if (*c.encodings) return run_encodings_command(args);
+  if (*c.tasks) return list_tasks(std::cout);
+  if (*c.run_command) return run_study(c.run_options, std::cout);
+  if (*c.plot) return run_python_script("poslab_plots.py", c.plot_dirs);
+  if (*c.report) return run_report(c.report_options, std::cout);
+  if (*c.explore) return run_explore(c.explore_options, std::cout);
+  if (*c.longrope_search) {
+    c.search.overrides = args.overrides;
+    return run_longrope_search_command(c.search, std::cout);
+  }
+  if (*c.sinks) return run_sinks(c.sinks_options, std::cout);
+  if (*c.attention) {
+    c.attention_options.mem_text_given = c.attention->count("--mem-text") > 0;
+    return run_attention(c.attention_options, std::cout);
+  }
+  if (*c.train) return run_train_command(c.train, args);
+  if (*c.eval)
+    return args.passkey  ? run_eval_passkey(args.run_dir, args.overrides)
+           : args.stream ? run_eval_stream(args.run_dir, args.overrides)
+                         : run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len,
+                                    args.token_losses_file);
+  if (*c.bench) return run_bench_command(args);
+  return 2;  // not reached: require_subcommand(1)
+}
+
+int run(int argc, char** argv) {
+  CommandLine c;
   try {
-    if (*encodings) {
-      if (args.describe.empty()) {
-        if (!args.overrides.empty())
-          throw std::invalid_argument("encodings: --set needs --describe NAME");
-        return list_encodings(std::cout);
-      }
-      if (!find_encoding(args.describe))
-        throw std::invalid_argument("encodings --describe: unknown encoding '" + args.describe +
-                                    "'");
-      // The described encoding first, so that --set can give its options.
-      std::vector<std::string> overrides = {"encoding.type=" + args.describe};
-      overrides.insert(overrides.end(), args.overrides.begin(), args.overrides.end());
-      const Config cfg = config_from_string("", "(defaults)", registered_choices(), overrides);
-      if (cfg.encoding.type != args.describe)
-        throw std::invalid_argument("encodings --describe " + args.describe +
-                                    ": --set encoding.type names another encoding ('" +
-                                    cfg.encoding.type + "')");
-      return describe_encoding(cfg, args.describe_length, args.describe_csv, std::cout);
-    }
-    if (*tasks) return list_tasks(std::cout);
-    if (*run_command) return run_study(run_options, std::cout);
-    if (*plot) return run_python_script("poslab_plots.py", plot_dirs);
-    if (*report) return run_report(report_options, std::cout);
-    if (*explore) return run_explore(explore_options, std::cout);
-    if (*longrope_search) {
-      search.overrides = args.overrides;
-      return run_longrope_search_command(search, std::cout);
-    }
-    if (*sinks) return run_sinks(sinks_options, std::cout);
-    if (*attention) {
-      attention_options.mem_text_given = attention->count("--mem-text") > 0;
-      return run_attention(attention_options, std::cout);
-    }
-    if (*train) {
-      die_with_runner();
-      // --init-from and --init-optimizer are config keys given on the command line: the loader
-      // checks them with the rest, and config.toml records them.
-      if (train->count("--init-from")) {
-        check_path_argument("--init-from", args.init_from);
-        args.overrides.push_back("train.init_from=" + toml_string(args.init_from));
-      }
-      if (args.init_optimizer) args.overrides.push_back("train.init_optimizer=true");
-      Config cfg = load_config(args.config_path, registered_choices(), args.overrides);
-      if (train->count("--out")) {
-        check_path_argument("--out", args.out_dir);
-        cfg.out_dir = args.out_dir;
-      }
-      return run_train(cfg,
-                       args.force    ? ExistingRun::force
-                       : args.resume ? ExistingRun::resume
-                                     : ExistingRun::refuse,
-                       args.wait_for_trainer_seconds);
-    }
-    if (*eval)
-      return args.passkey  ? run_eval_passkey(args.run_dir, args.overrides)
-             : args.stream ? run_eval_stream(args.run_dir, args.overrides)
-                           : run_eval(args.run_dir, args.overrides, args.seq_len, args.mem_len,
-                                      args.token_losses_file);
-    if (*bench) {
-      const Config cfg =
-          args.config_path.empty()
-              ? config_from_string("", "(defaults)", registered_choices(), args.overrides)
-              : load_config(args.config_path, registered_choices(), args.overrides);
-      if (!args.reuse_attn_lens.empty())
-        return run_bench_reuse(cfg, args.reuse_attn_lens, args.reuse_targets, args.csv_path);
-      if (!args.eval_memory_lens.empty())
-        return run_bench_eval_memory(cfg, args.eval_memory_lens, args.eval_memory_path,
-                                     args.eval_memory_budget_mb, args.csv_path);
-      if (args.compare_mem_len >= 0)
-        return run_bench_comparison(cfg, args.steps, args.compare_mem_len);
-      if (!args.scaling_segments.empty())
-        return run_bench_scaling(cfg, args.steps, args.scaling_segments, args.scaling_tokens,
-                                 args.csv_path);
-      return run_bench(cfg, args.steps);
-    }
+    c.app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return usage_error(c.app, e, argc, argv);
+  }
+  try {
+    return run_parsed(c);
   } catch (const std::exception& e) {  // ConfigError, and whatever a command throws
     return report_error(e.what());
   }
-  return 2;  // not reached: require_subcommand(1)
 }
 
 }  // namespace

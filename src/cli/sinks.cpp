@@ -1,4 +1,4 @@
-// `poslab sinks`: the attention-sink diagnostic of a trained run (train/sink_diagnostic.hpp):
+// `poslab sinks`: the attention-sink diagnostic of a trained run (eval/sink_diagnostic.hpp):
 // the mass of every layer's and head's attention on the first key, over windows of a split.
 //
 //   poslab sinks --run runs/rope64 --windows 100
@@ -32,7 +32,7 @@
 #include "train/checkpoint.hpp"
 #include "train/registered_choices.hpp"
 #include "train/run_dir.hpp"
-#include "train/sink_diagnostic.hpp"
+#include "eval/sink_diagnostic.hpp"
 #include "train/train.hpp"
 
 namespace poslab {

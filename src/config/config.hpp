@@ -132,13 +132,13 @@ struct EvalConfig {
   std::vector<double> length_factors = {};
   // State reuse: also evaluate with memory train.seq_len * f for each f (segment train.seq_len).
   std::vector<double> memory_factors = {};
-  // Sliding-window evaluation (Press et al. 2022, Peng et al. 2023; train/sliding_window.hpp),
+  // Sliding-window evaluation (Press et al. 2022, Peng et al. 2023; eval/sliding_window.hpp),
   // language models only: beside the main evaluation and each length factor (non-overlapping
   // chunks), a row scored with windows of that length moving by `stride` bytes, each window
   // scoring its last `stride` bytes (so every scored byte sees at least length - stride bytes
   // before it), without memory. -1 = off; otherwise 1 <= stride <= the shortest such length.
   int stride = -1;
-  // Loss by copy distance (train/copy_distance.hpp, docs/06), language models only: every
+  // Loss by copy distance (eval/copy_distance.hpp, docs/06), language models only: every
   // chunked evaluation row (main, length, memory) also reports the mean loss of the bytes that
   // continue a string of at least copy_min_match bytes seen d bytes earlier in the segment,
   // bucketed by d in powers of two, beside the bytes with a wrong continuation or no match.
@@ -155,7 +155,7 @@ struct EvalConfig {
   // must reach this (summary column in_distribution_ok). Language models: loss below the
   // bigram baseline of the evaluation split.
   double gate_threshold = 0.95;
-  // Passkey retrieval (tasks/passkey.hpp, train/passkey_eval.hpp), language models only: at
+  // Passkey retrieval (tasks/passkey.hpp, eval/passkey_eval.hpp), language models only: at
   // every (length, depth) cell, passkey_instances instances of input length
   // round(train.seq_len * f) with the key line at depth d. Empty factors = no passkey evaluation.
   std::vector<double> passkey_length_factors = {};
@@ -167,7 +167,7 @@ struct EvalConfig {
   // "paper" (104 fixed bytes, L >= 103) or "compact" (28 fixed bytes, L >= 27).
   std::string passkey_format = "paper";
   std::uint64_t passkey_seed = 1;  // the instances (keys, windows); the same for every run
-  // Streaming evaluation with attention sinks (StreamingLLM; train/streaming_cache.hpp),
+  // Streaming evaluation with attention sinks (StreamingLLM; eval/streaming_cache.hpp),
   // language models with a relative encoding only: the first stream_length bytes of eval.split,
   // read token by token with a cache of the stream_sinks first tokens and the stream_recent
   // most recent ones, beside the baselines of stream_modes; every mode scores the bytes after

@@ -838,7 +838,7 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
     fail(blame({"eval.copy_distance", "task.name"}),
          "eval.copy_distance: the loss by copy distance is for language models (task.name = "
          "\"lm\"), not task '" + config.task.name + "'");
-  // The streaming cache (train/streaming_cache.hpp): a text stream, a cache of at least one
+  // The streaming cache (eval/streaming_cache.hpp): a text stream, a cache of at least one
   // recent token, and bytes left to score after the first S + R + 1.
   if (e.stream_length > 0) {
     if (config.task.name != "lm")

@@ -33,7 +33,7 @@ std::vector<EncodingInfo> with_shared_options(std::vector<EncodingInfo> infos) {
     info.config_rule = [own, has_positions, absolute, name](const Config& config)
         -> std::optional<ConfigProblem> {
       if (auto problem = log_n_problem(config.encoding.options)) return problem;
-      // The streaming cache (train/streaming_cache.hpp) gives its cached tokens new positions
+      // The streaming cache (eval/streaming_cache.hpp) gives its cached tokens new positions
       // every step (cache positions) or runs past the trained ones (text positions). An
       // absolute encoding adds a token's position to its embedding once, when it is read, so
       // neither can be given to it.

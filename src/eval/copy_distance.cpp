@@ -1,5 +1,6 @@
-#include "train/copy_distance.hpp"
+#include "eval/copy_distance.hpp"
 
+#include <algorithm>
 #include <bit>
 #include <stdexcept>
 #include <string>
@@ -68,6 +69,27 @@ void CopyDistanceLoss::add_row(const std::int32_t* inputs, const std::int32_t* t
         break;
     }
   }
+}
+
+nlohmann::json copy_distance_json(const CopyDistanceLoss& c, int seq_len) {
+  auto mean = [](double sum, double n) { return n > 0 ? nlohmann::json(sum / n) : nlohmann::json(); };
+  nlohmann::json low = nlohmann::json::array(), high = nlohmann::json::array(),
+                 tokens = nlohmann::json::array(), loss = nlohmann::json::array();
+  for (std::size_t b = 0; b < c.bucket_loss.size(); ++b) {
+    low.push_back(1L << b);
+    high.push_back(std::min(2L << b, long(seq_len)));  // exclusive
+    tokens.push_back(long(c.bucket_tokens[b]));
+    loss.push_back(mean(c.bucket_loss[b], c.bucket_tokens[b]));
+  }
+  return {{"min_match", c.min_match},
+          {"distance_low", low},
+          {"distance_high", high},
+          {"tokens", tokens},
+          {"loss", loss},
+          {"mismatch_tokens", long(c.mismatch_tokens)},
+          {"mismatch_loss", mean(c.mismatch_loss, c.mismatch_tokens)},
+          {"no_match_tokens", long(c.no_match_tokens)},
+          {"no_match_loss", mean(c.no_match_loss, c.no_match_tokens)}};
 }
 
 }  // namespace poslab

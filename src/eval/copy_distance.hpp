@@ -28,6 +28,8 @@
 #include <cstdint>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 namespace poslab {
 
 // What one target is, for the loss-by-copy-distance measure.
@@ -60,5 +62,12 @@ struct CopyDistanceLoss {
   void add_row(const std::int32_t* inputs, const std::int32_t* targets, const float* loss,
                const float* weights, int L);
 };
+
+// The loss by copy distance of one setting, as eval.json holds it: per bucket b its distances
+// [2^b, 2^(b+1)) as distance_low/distance_high (the last bucket ends at the segment length
+// seq_len), the scored copy bytes in it (`tokens`) and their mean loss (nats/byte, null when
+// there are none); the same two numbers for bytes whose match continues otherwise (mismatch)
+// and for bytes with no match (the reference).
+nlohmann::json copy_distance_json(const CopyDistanceLoss& c, int seq_len);
 
 }  // namespace poslab

@@ -1,5 +1,5 @@
 // LongRoPE's evolutionary search: the algorithm in longrope_search.hpp, computed below.
-#include "train/longrope_search.hpp"
+#include "eval/longrope_search.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "train/memory_estimate.hpp"
+#include "eval/memory_estimate.hpp"
 
 #include "nn/inference_scratch.hpp"
 #include "tasks/task.hpp"

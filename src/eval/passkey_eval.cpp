@@ -1,8 +1,16 @@
-#include "train/passkey_eval.hpp"
+#include "eval/passkey_eval.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <iomanip>
+#include <memory>
+#include <optional>
+#include <ostream>
 
+#include "eval/memory_estimate.hpp"
+#include "eval/mode.hpp"
+#include "eval/rows.hpp"
+#include "tasks/make_source.hpp"
 #include "tasks/task.hpp"
 
 namespace poslab {
@@ -90,6 +98,87 @@ PasskeyCellResult evaluate_passkey_cell(TransformerLM<float>& model,
   r.digit_accuracy = double(digits) / (double(instances) * kPasskeyDigits);
   r.loss = loss / (double(instances) * kPasskeyDigits);
   return r;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mode: one row per cell
+// ---------------------------------------------------------------------------------------------
+
+PasskeyGenerator checked_passkey_generator(const Config& cfg, const std::string& what) {
+  PasskeyGenerator generator = make_passkey_generator(cfg, evaluation_split(cfg));
+  int longest = 0;
+  for (const PasskeyCell& cell : passkey_cells(cfg)) longest = std::max(longest, cell.seq_len);
+  generator.check_length(longest);  // the filler grows with the length
+  check_memory(cfg, evaluation_batch_size(cfg), longest, 0, /*training=*/false,
+               what + " (segment " + std::to_string(longest) + ")");
+  return generator;
+}
+
+nlohmann::json evaluate_passkey(TransformerLM<float>& model, const Config& cfg,
+                                const PasskeyGenerator& generator, const PasskeyCell& cell,
+                                std::ostream& out) {
+  nlohmann::json row = {{"kind", "passkey"},  {"factor", cell.factor},
+                        {"seq_len", cell.seq_len}, {"mem_len", 0},
+                        {"split", cfg.eval.split}, {"passkey_depth", cell.depth}};
+  try {
+    reset_peak_memory();
+    const PasskeyCellResult r =
+        evaluate_passkey_cell(model, generator, cell, cfg.eval.passkey_instances,
+                              evaluation_batch_size(cfg), cfg.eval.passkey_seed,
+                              evaluation_split(cfg));
+    const auto [low, high] = wilson_interval(r.exact_match, r.instances);
+    row.update({{"loss", r.loss},
+                {"accuracy", r.digit_accuracy},
+                {"exact_match", r.exact_match},
+                {"exact_match_ci_low", low},
+                {"exact_match_ci_high", high},
+                {"passkey_greedy_exact_match", r.greedy_exact_match},
+                {"instances", r.instances},
+                {"tokens", r.instances * kPasskeyDigits},
+                {"peak_memory_mb", peak_memory_mb()}});
+    out << std::fixed << std::setprecision(2) << "eval passkey x" << cell.factor << ": segment "
+        << cell.seq_len << ", depth " << cell.depth << std::setprecision(3) << " | exact match "
+        << r.exact_match << " (greedy " << r.greedy_exact_match << ") | digits "
+        << r.digit_accuracy << " | over " << r.instances << " instances" << std::endl;
+  } catch (const std::exception& e) {
+    row["error"] = e.what();
+    row["loss"] = nullptr;
+    out << "eval passkey x" << cell.factor << ": segment " << cell.seq_len << ", depth "
+        << cell.depth << " | not possible: " << e.what() << std::endl;
+  }
+  return row;
+}
+
+namespace {
+
+// The grid of one run (eval.passkey_length_factors not empty), its generator checked.
+class PasskeyEvaluation : public PreparedEvaluation {
+ public:
+  explicit PasskeyEvaluation(const Config& cfg)
+      : cfg_(cfg), generator_(checked_passkey_generator(cfg, "the passkey evaluation")) {}
+  void evaluate(TransformerLM<float>& model, const BeforeEach& before_each, EvalRows& rows,
+                std::ostream& out) override {
+    for (const PasskeyCell& cell : passkey_cells(cfg_)) {
+      before_each();
+      rows.push_back(evaluate_passkey(model, cfg_, generator_, cell, out));
+    }
+  }
+
+ private:
+  Config cfg_;
+  PasskeyGenerator generator_;
+};
+
+}  // namespace
+
+EvalMode passkey_eval_mode() {
+  return {.name = "passkey",
+          .measures = "retrieval of a 5-digit key at each length and depth, teacher-forced and "
+                      "greedy (Mohtashami & Jaggi 2023)",
+          .wanted = [](const Config& cfg) { return !cfg.eval.passkey_length_factors.empty(); },
+          .prepare = [](const Config& cfg, const RunFacts&) -> std::unique_ptr<PreparedEvaluation> {
+            return std::make_unique<PasskeyEvaluation>(cfg);
+          }};
 }
 
 }  // namespace poslab

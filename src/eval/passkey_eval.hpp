@@ -1,5 +1,6 @@
-// Passkey retrieval as an evaluation of a byte-level language model (tasks/passkey.hpp has the
-// instance; this file scores a model on a grid of them).
+// The passkey evaluation mode: passkey retrieval (Mohtashami & Jaggi 2023) as an evaluation of a
+// byte-level language model (tasks/passkey.hpp has the instance; this file scores a model on a
+// grid of them, one row of eval.json per cell, kind "passkey").
 //
 // For every cell (length L = round(train.seq_len * f), depth d) of the grid
 // eval.passkey_length_factors x eval.passkey_depths, eval.passkey_instances instances are read
@@ -31,7 +32,11 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
+#include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "config/config.hpp"
 #include "data/batch_source.hpp"
@@ -78,5 +83,17 @@ std::vector<PasskeyCell> passkey_cells(const Config& cfg);
 PasskeyCellResult evaluate_passkey_cell(TransformerLM<float>& model,
                                         const PasskeyGenerator& generator, const PasskeyCell& cell,
                                         int instances, int rows, std::uint64_t seed, Split split);
+
+// The passkey grid's instance generator, with everything that can fail checked before a model
+// is built (poslab train and poslab eval --passkey): its filler split holds the longest cell's
+// filler, and that cell's evaluation fits in memory. `what` names the evaluation in the error.
+PasskeyGenerator checked_passkey_generator(const Config& cfg, const std::string& what);
+
+// One cell as a row of eval.json, kind "passkey": `exact_match` and `accuracy` teacher-forced
+// (all 5 digits; per digit), `loss` the digits' mean cross-entropy, `passkey_greedy_exact_match`
+// greedy decoding. A cell the model cannot run is recorded with its error. One line to `out`.
+nlohmann::json evaluate_passkey(TransformerLM<float>& model, const Config& cfg,
+                                const PasskeyGenerator& generator, const PasskeyCell& cell,
+                                std::ostream& out);
 
 }  // namespace poslab

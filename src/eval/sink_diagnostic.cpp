@@ -1,5 +1,5 @@
 // The attention-sink diagnostic: what and why are in sink_diagnostic.hpp; this file is the how.
-#include "train/sink_diagnostic.hpp"
+#include "eval/sink_diagnostic.hpp"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,12 +1,16 @@
 // The vanilla sliding-window evaluation and its state-reuse counterpart: what and why are in
 // sliding_window.hpp; this file is the how.
-#include "train/sliding_window.hpp"
+#include "eval/sliding_window.hpp"
 
 #include <algorithm>
+#include <iomanip>
+#include <ostream>
 #include <stdexcept>
 #include <string>
 
 #include "data/corpus.hpp"
+#include "eval/rows.hpp"
+#include "tasks/make_source.hpp"
 
 namespace poslab {
 
@@ -79,6 +83,29 @@ EvalResult evaluate_with_reuse(TransformerLM<float>& model, const std::vector<st
   const long per_batch = long(batch) * seq_len;
   const int batches = max_targets > 0 ? int((max_targets + per_batch - 1) / per_batch) : 0;
   return evaluate(model, source, batches, mem_len);
+}
+
+nlohmann::json sliding_window_row(TransformerLM<float>& model, const Config& cfg,
+                                  const EvalSetting& s, nlohmann::json row, std::ostream& out) {
+  const auto tokens = corpus_split_tokens(cfg, evaluation_split(cfg));
+  const int rows = evaluation_batch_size(cfg);
+  reset_peak_memory();
+  const EvalResult r = evaluate_sliding_window(
+      model, *tokens,
+      SlidingWindowOptions{.attn_len = s.seq_len, .stride = s.stride,
+                           .max_targets = cfg.eval.batches > 0
+                                              ? long(cfg.eval.batches) * rows * s.seq_len
+                                              : 0,
+                           .batch = rows});
+  row.update({{"loss", r.loss},  // no exact_match: a window's rows are not instances
+              {"accuracy", r.accuracy},
+              {"tokens", r.tokens},
+              {"peak_memory_mb", peak_memory_mb()}});
+  out << std::fixed << std::setprecision(4) << "eval " << s.kind << " x" << std::setprecision(2)
+      << s.factor << std::setprecision(4) << ": windows of " << s.seq_len << ", stride "
+      << s.stride << " | loss " << r.loss << " | accuracy " << std::setprecision(3)
+      << r.accuracy << " | " << r.tokens << " scored tokens" << std::endl;
+  return row;
 }
 
 }  // namespace poslab

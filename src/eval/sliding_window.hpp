@@ -22,10 +22,14 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
 #include "model/transformer.hpp"
-#include "train/evaluate.hpp"
+#include "eval/chunked.hpp"
 
 namespace poslab {
 
@@ -39,7 +43,7 @@ struct SlidingWindowOptions {
 // Mean loss (nats/token) and accuracy over the scored targets; loss_by_position is empty.
 // The model runs without memory; its memory length is restored afterwards. token_losses, if
 // given, receives the loss of every scored target in stream order: targets tokens[A], ...
-// (the streaming cache's "recompute" baseline, train/streaming_cache.hpp, reads them by
+// (the streaming cache's "recompute" baseline, eval/streaming_cache.hpp, reads them by
 // position).
 EvalResult evaluate_sliding_window(TransformerLM<float>& model,
                                    const std::vector<std::int32_t>& tokens,
@@ -51,5 +55,14 @@ EvalResult evaluate_sliding_window(TransformerLM<float>& model,
 // Scores max_targets predictions (0 = every one).
 EvalResult evaluate_with_reuse(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
                                int seq_len, int mem_len, long max_targets, int batch);
+
+// A sliding-window setting of the chunked mode (eval.stride; kinds main_sliding,
+// length_sliding) on the stream of eval.split: the scored bytes of the chunked setting of the
+// same length (eval.batches x rows x seq_len), rounded up to whole windows of `stride` bytes;
+// eval.batches = 0: the whole split, less the first seq_len - stride bytes, which no window
+// scores. No loss by position: every scored byte is at one of the window's last `stride`
+// positions. Returns `row` with the numbers added; one line to `out`.
+nlohmann::json sliding_window_row(TransformerLM<float>& model, const Config& cfg,
+                                  const EvalSetting& s, nlohmann::json row, std::ostream& out);
 
 }  // namespace poslab

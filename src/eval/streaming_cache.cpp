@@ -1,13 +1,21 @@
 // The streaming evaluation with attention sinks and its baselines: what and why are in
 // streaming_cache.hpp; this file is the how.
-#include "train/streaming_cache.hpp"
+#include "eval/streaming_cache.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <iomanip>
+#include <memory>
 #include <numeric>
+#include <ostream>
+#include <sstream>
 #include <stdexcept>
 
-#include "train/sliding_window.hpp"
+#include "eval/memory_estimate.hpp"
+#include "eval/mode.hpp"
+#include "eval/rows.hpp"
+#include "eval/sliding_window.hpp"
+#include "tasks/make_source.hpp"
 
 namespace poslab {
 
@@ -121,7 +129,7 @@ StreamResult read_with_memory(TransformerLM<float>& model, const std::vector<std
   return r;
 }
 
-// recompute: windows of A = S + R + 1 tokens moving by 1 (train/sliding_window.hpp); window s
+// recompute: windows of A = S + R + 1 tokens moving by 1 (eval/sliding_window.hpp); window s
 // scores target tokens[s + A], so the targets start at A.
 StreamResult read_recomputing(TransformerLM<float>& model,
                               const std::vector<std::int32_t>& tokens, int attended, int batch,
@@ -231,6 +239,159 @@ std::vector<StreamBucket> stream_buckets(const StreamResult& r, int width) {
   if (!buckets.empty())  // the last bucket ends with the stream
     buckets.back().high = std::min(buckets.back().high, r.first_target + r.tokens);
   return buckets;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The mode: one row per streaming mode
+// ---------------------------------------------------------------------------------------------
+
+std::vector<std::int32_t> stream_tokens(const Config& cfg) {
+  const auto split = corpus_split_tokens(cfg, evaluation_split(cfg));
+  if (std::int64_t(split->size()) < cfg.eval.stream_length)
+    throw std::runtime_error("eval.stream_length = " + std::to_string(cfg.eval.stream_length) +
+                             " is longer than the " + cfg.eval.split + " split (eval.split), "
+                             "which holds " + std::to_string(split->size()) + " tokens");
+  return {split->begin(), split->begin() + cfg.eval.stream_length};
+}
+
+StreamOptions stream_options(const Config& cfg) {
+  const auto& e = cfg.eval;
+  return {.sinks = e.stream_sinks,
+          .recent = e.stream_recent > 0 ? e.stream_recent
+                                        : cfg.train.seq_len - 1 - e.stream_sinks,
+          .positions = stream_positions_from_name(e.stream_positions),
+          .dense_segment = cfg.train.seq_len,
+          .batch = evaluation_batch_size(cfg)};
+}
+
+void check_stream_memory(const Config& cfg, const std::string& what) {
+  if (cfg.eval.stream_length == 0) return;
+  const auto& modes = cfg.eval.stream_modes;
+  const bool dense = std::find(modes.begin(), modes.end(), "dense") != modes.end();
+  check_memory(cfg, 1, cfg.train.seq_len, dense ? cfg.eval.stream_length : 0,
+               /*training=*/false, what + " (eval.stream_length = " +
+                                       std::to_string(cfg.eval.stream_length) + ")");
+  stream_tokens(cfg);
+}
+
+namespace {
+
+// The numbers of one streaming mode's row, and its line to `out`.
+void stream_row(TransformerLM<float>& model, const Config& cfg,
+                const std::vector<std::int32_t>& tokens, const StreamOptions& options,
+                const std::string& name, nlohmann::json& row, std::ostream& out) {
+  const StreamMode mode = stream_mode_from_name(name);
+  const int S = row["stream_sinks"].get<int>(), kept = row["mem_len"].get<int>();
+  reset_peak_memory();
+  const StreamResult r = evaluate_stream_cache(model, tokens, mode, options);
+  nlohmann::json low = nlohmann::json::array(), high = nlohmann::json::array(),
+                 scored = nlohmann::json::array(), loss = nlohmann::json::array();
+  for (const StreamBucket& b : stream_buckets(r, cfg.train.seq_len)) {
+    low.push_back(b.low);
+    high.push_back(b.high);
+    scored.push_back(b.tokens);
+    loss.push_back(b.loss);
+  }
+  row.update({{"loss", r.loss},
+              {"tokens", r.tokens},
+              {"seconds", r.seconds},
+              {"tokens_per_second", double(r.tokens) / r.seconds},
+              {"peak_memory_mb", peak_memory_mb()},
+              {"loss_by_stream_position",
+               {{"low", low}, {"high", high}, {"tokens", scored}, {"loss", loss}}}});
+  const std::string cache =
+      mode == StreamMode::dense       ? "no eviction"
+      : mode == StreamMode::recompute ? "windows of " + std::to_string(kept + 1) + " recomputed"
+                                      : std::to_string(S) + " sinks + " +
+                                            std::to_string(kept - S) + " recent";
+  out << std::fixed << std::setprecision(4) << "eval stream " << std::setw(9) << name << ": "
+      << cache << ", " << row["stream_positions"].get<std::string>() << " positions | loss "
+      << r.loss << " over " << r.tokens << " bytes of " << cfg.eval.stream_length << " | "
+      << std::setprecision(0) << double(r.tokens) / r.seconds << " tokens/s" << std::endl;
+}
+
+}  // namespace
+
+std::vector<nlohmann::json> evaluate_stream_rows(TransformerLM<float>& model, const Config& cfg,
+                                                 std::ostream& out) {
+  const StreamOptions options = stream_options(cfg);
+  const std::vector<std::int32_t> tokens = stream_tokens(cfg);
+  std::vector<nlohmann::json> rows;
+  for (const std::string& name : cfg.eval.stream_modes) {
+    const StreamMode mode = stream_mode_from_name(name);
+    const int S = mode == StreamMode::sinks ? options.sinks : 0;
+    const int kept = mode == StreamMode::dense ? cfg.eval.stream_length - 1  // no eviction
+                                               : options.sinks + options.recent;  // S + R
+    const std::string positions =
+        mode == StreamMode::dense || mode == StreamMode::memory ? "text"
+        : mode == StreamMode::recompute                         ? "cache"
+                                                                : cfg.eval.stream_positions;
+    nlohmann::json row = {{"kind", "stream_" + name},
+                          {"factor", 1.0},
+                          {"seq_len", cfg.eval.stream_length},
+                          {"mem_len", kept},
+                          {"split", cfg.eval.split},
+                          {"stream_sinks", S},
+                          {"stream_recent", kept - S},
+                          {"stream_positions", positions}};
+    try {
+      stream_row(model, cfg, tokens, options, name, row, out);
+    } catch (const std::exception& e) {
+      row["error"] = e.what();
+      row["loss"] = nullptr;
+      out << "eval stream " << name << ": not possible: " << e.what() << std::endl;
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+std::string stream_rows_csv(const std::vector<nlohmann::json>& rows) {
+  std::string csv = "kind,stream_sinks,stream_recent,stream_positions,position_low,"
+                    "position_high,tokens,loss\n";
+  for (const nlohmann::json& row : rows) {
+    const nlohmann::json& b = row["loss_by_stream_position"];
+    for (std::size_t i = 0; i < b["low"].size(); ++i) {
+      std::ostringstream line;
+      line << std::setprecision(9) << row["kind"].get<std::string>() << ","
+           << row["stream_sinks"].get<int>() << "," << row["stream_recent"].get<int>() << ","
+           << row["stream_positions"].get<std::string>() << "," << b["low"][i].get<long>()
+           << "," << b["high"][i].get<long>() << "," << b["tokens"][i].get<long>() << ","
+           << b["loss"][i].get<double>() << "\n";
+      csv += line.str();
+    }
+  }
+  return csv;
+}
+
+namespace {
+
+// The streaming modes of one run, the stream and the dense mode's memory checked.
+class StreamEvaluation : public PreparedEvaluation {
+ public:
+  explicit StreamEvaluation(const Config& cfg) : cfg_(cfg) {
+    check_stream_memory(cfg, "the streaming evaluation");
+  }
+  void evaluate(TransformerLM<float>& model, const BeforeEach& before_each, EvalRows& rows,
+                std::ostream& out) override {
+    before_each();  // one unit: the modes share the stream
+    for (nlohmann::json& row : evaluate_stream_rows(model, cfg_, out)) rows.push_back(row);
+  }
+
+ private:
+  Config cfg_;
+};
+
+}  // namespace
+
+EvalMode stream_eval_mode() {
+  return {.name = "stream",
+          .measures = "the loss of one long stream read with bounded caches: attention sinks, "
+                      "window, recomputation, dense (Xiao et al. 2023, StreamingLLM)",
+          .wanted = [](const Config& cfg) { return cfg.eval.stream_length > 0; },
+          .prepare = [](const Config& cfg, const RunFacts&) -> std::unique_ptr<PreparedEvaluation> {
+            return std::make_unique<StreamEvaluation>(cfg);
+          }};
 }
 
 }  // namespace poslab

@@ -35,7 +35,7 @@
 //   sinks      the cache above: S sinks + R recent.
 //   window     window attention: S = 0, the last S + R tokens (the same cache size).
 //   recompute  sliding window with recomputation: every prediction a fresh forward pass over the
-//              last S + R + 1 tokens, at positions 0..S+R (train/sliding_window.hpp, stride 1):
+//              last S + R + 1 tokens, at positions 0..S+R (eval/sliding_window.hpp, stride 1):
 //              no cached state, O(T (S+R)^2) work. With one layer it equals `window` with cache
 //              positions; with more it differs once a token is evicted, because the cached
 //              states of deeper layers carry information from evicted tokens.
@@ -52,9 +52,13 @@
 #pragma once
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
 #include "model/transformer.hpp"
 
 namespace poslab {
@@ -101,5 +105,35 @@ struct StreamBucket {
   double loss = 0;
 };
 std::vector<StreamBucket> stream_buckets(const StreamResult& r, int width);
+
+// ---------------------------------------------------------------------------------------------
+// The stream evaluation mode (eval.stream_length > 0)
+// ---------------------------------------------------------------------------------------------
+
+// The stream: the first eval.stream_length tokens of eval.split. Throws, naming the key, if the
+// split is shorter (checked before a run starts).
+std::vector<std::int32_t> stream_tokens(const Config& cfg);
+
+// The options of the streaming modes from cfg.eval (stream_recent 0: train.seq_len - 1 - S).
+StreamOptions stream_options(const Config& cfg);
+
+// The largest evaluation the streaming modes make (dense: one row of train.seq_len queries over
+// a memory of the whole stream) fits in memory, and the split holds the stream. Checked before
+// anything is written; `what` names the evaluation in the error.
+void check_stream_memory(const Config& cfg, const std::string& what);
+
+// One row per mode of eval.stream_modes, kind "stream_<mode>": seq_len = the stream's length,
+// mem_len = the tokens a prediction sees besides its own (S + R; dense: the stream before it,
+// at most stream_length - 1), loss over the same targets (the bytes after the first S + R + 1),
+// tokens_per_second = scored targets / wall seconds of the whole pass (shared machine: a
+// comparison between the rows of one run, not a benchmark), and the loss along the stream in
+// buckets of train.seq_len bytes (loss_by_stream_position). A mode the model cannot run is
+// recorded with its error. One line per mode to `out`.
+std::vector<nlohmann::json> evaluate_stream_rows(TransformerLM<float>& model, const Config& cfg,
+                                                 std::ostream& out);
+
+// eval_stream.csv of `poslab eval --stream`: the loss along the stream, one line per row and
+// bucket of evaluate_stream_rows.
+std::string stream_rows_csv(const std::vector<nlohmann::json>& rows);
 
 }  // namespace poslab

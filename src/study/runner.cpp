@@ -268,13 +268,13 @@ std::vector<nlohmann::json> evaluations_of(const nlohmann::json& eval) {
 // The columns of summary.csv after the run's name, axes and setting: first what one evaluation
 // setting measured (exact_match_ci_* is Wilson's 95% interval over its `instances`, the sampling
 // error of this one run), then what holds for the whole run (in_distribution_ok: the gate of
-// train/commands.cpp; commit: the build that trained it, from its provenance).
+// train/run.cpp; commit: the build that trained it, from its provenance).
 constexpr const char* kSettingColumns[] = {"split",     "loss",
                                            "accuracy",  "exact_match",
                                            "exact_match_ci_low", "exact_match_ci_high",
                                            "instances", "tokens",
                                            "peak_memory_mb", "tokens_per_second"};
-// Passkey rows (kind "passkey", train/passkey_eval.hpp) add the depth of the key line after the
+// Passkey rows (kind "passkey", eval/passkey_eval.hpp) add the depth of the key line after the
 // setting's columns and the greedy decoding's exact match after the measurements; their
 // exact_match / accuracy / loss are the teacher-forced digits'. Empty in every other row.
 constexpr const char* kPasskeyDepthColumn = "passkey_depth";
@@ -282,7 +282,7 @@ constexpr const char* kPasskeyGreedyColumn = "passkey_greedy_exact_match";
 constexpr const char* kRunColumns[] = {"in_distribution_ok", "unigram_loss", "bigram_loss",
                                        "train_loss", "train_tokens_per_second", "train_seconds",
                                        "commit"};
-// When the run started and finished (UTC, eval.json's provenance, cli/commands.cpp), after the
+// When the run started and finished (UTC, eval.json's provenance, train/run.cpp), after the
 // commit: the committed summary then shows that a protocol committed at some time came before
 // every run. Only when some finished run recorded them, so that the summaries of studies whose
 // runs predate them keep their columns.
@@ -301,7 +301,7 @@ constexpr const char* kStreamSettingColumns[] = {"stream_sinks", "stream_recent"
 constexpr const char* kStreamBucketColumns[] = {"position_low", "position_high", "tokens",
                                                 "loss"};
 
-// The lines of one setting's eval.json "copy_distance" (cli/commands.cpp writes it): one per
+// The lines of one setting's eval.json "copy_distance" (eval/copy_distance.cpp writes it): one per
 // bucket of copy bytes, then mismatch and no_match.
 std::vector<nlohmann::json> copy_distance_lines(const nlohmann::json& c) {
   std::vector<nlohmann::json> lines;
@@ -362,11 +362,11 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
   if (times)
     for (const char* c : kRunTimeColumns) header.push_back(c);
   // loss_by_copy_distance.csv (eval.copy_distance): the setting, then one line per class
-  // and bucket of train/copy_distance.hpp; written only when some run measured it.
+  // and bucket of eval/copy_distance.hpp; written only when some run measured it.
   std::vector<Cell> copies_header = positions_header;
   for (const char* c : kCopyDistanceColumns) copies_header.push_back(c);
   // loss_by_stream_position.csv (eval.stream_length): the setting, then one line per bucket of
-  // the stream (train/streaming_cache.hpp); written only when some run measured it.
+  // the stream (eval/streaming_cache.hpp); written only when some run measured it.
   std::vector<Cell> stream_header = positions_header;
   for (const char* c : kStreamSettingColumns) stream_header.push_back(c);
   for (const char* c : kStreamBucketColumns) stream_header.push_back(c);

@@ -41,7 +41,7 @@
 // N rows measure N different instances. A row whose draw repeats an earlier row of the set draws
 // again (size and instance), up to kDrawAttempts times; if all of them repeat, the instance space
 // of the band is (nearly) exhausted and the row is left EMPTY: all PAD, all weights 0, which the
-// evaluator does not count as a row (train/evaluate.cpp). Training rows may repeat (they are
+// evaluator does not count as a row (eval/chunked.cpp). Training rows may repeat (they are
 // never compared).
 //
 // Randomness: one Rng per source, seeded with task_seed(seed, split). A training source

@@ -11,7 +11,7 @@
 //   step, factor, seq_len, depth, instances, exact_match, greedy_exact_match, digit_accuracy,
 //   loss
 //
-// scored as the final passkey evaluation scores them (train/passkey_eval.hpp), on the same
+// scored as the final passkey evaluation scores them (eval/passkey_eval.hpp), on the same
 // instances (the first n of the grid's validation instances). The read leaves the training
 // untouched: the memory carried along the training stream is kept aside and put back, and
 // nothing it does draws from the training's random generators (tests/test_passkey_curve.cpp:
@@ -24,7 +24,7 @@
 #include "config/config.hpp"
 #include "model/transformer.hpp"
 #include "tasks/passkey.hpp"
-#include "train/passkey_eval.hpp"
+#include "eval/passkey_eval.hpp"
 #include "train/run_dir.hpp"
 
 namespace poslab {

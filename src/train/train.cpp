@@ -13,7 +13,7 @@
 
 #include "core/blas.hpp"
 #include "data/corpus.hpp"
-#include "train/evaluate.hpp"
+#include "eval/chunked.hpp"
 #include "train/optimizer.hpp"
 #include "train/stop_request.hpp"
 #include "train/training_state.hpp"
