@@ -24,13 +24,13 @@ rm -rf "$out" "$scratch" && mkdir -p "$scratch/work" && cd "$scratch/work" || ex
 cp "$poslab" "$scratch/poslab" && poslab="$scratch/poslab"  # its path is written into run logs
 export OMP_WAIT_POLICY=passive OMP_NUM_THREADS=1 MPLBACKEND=Agg
 
-# step NAME COMMAND...: stdout, stderr and exit code of one command into ../logs/NAME.*
-mkdir -p ../logs
+# step NAME COMMAND...: stdout, stderr and exit code of one command into $scratch/logs/NAME.*
+mkdir -p "$scratch/logs"
 step() {
   local name=$1; shift
   echo "== $name: $*" | sed "s|$poslab|poslab|g" >&2
-  "$@" >"../logs/$name.out" 2>"../logs/$name.err"
-  echo $? >"../logs/$name.code"
+  "$@" >"$scratch/logs/$name.out" 2>"$scratch/logs/$name.err"
+  echo $? >"$scratch/logs/$name.code"
 }
 
 cat >tiny.toml <<'TOML'

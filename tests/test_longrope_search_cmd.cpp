@@ -1,4 +1,4 @@
-// `poslab longrope-search` as a user runs it (cli/longrope_search_cmd.cpp): --out is checked
+// `poslab longrope-search` as a user runs it (train/longrope_search_run.cpp): --out is checked
 // before any work and held for the whole search; a search stopped by SIGINT keeps what it found
 // and the same command resumes it, ending where an uninterrupted search ends (issue 51).
 #include <catch2/catch.hpp>

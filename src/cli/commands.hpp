@@ -1,6 +1,7 @@
-// The subcommands of the `poslab` executable. main.cpp parses the command line and calls these;
-// each returns the process exit code. Errors are thrown (ConfigError, std::runtime_error) and
-// reported by main.
+// The subcommands of the `poslab` executable besides train, eval and longrope-search
+// (train/run.hpp, train/evaluate_run.hpp, train/longrope_search_run.hpp). main.cpp parses the
+// command line and calls these; each returns the process exit code. Errors are thrown
+// (ConfigError, std::runtime_error) and reported by main.
 #pragma once
 
 #include <iosfwd>
@@ -8,40 +9,8 @@
 #include <vector>
 
 #include "config/config.hpp"
-#include "eval/longrope_search.hpp"
 
 namespace poslab {
-
-// What `poslab train` does when cfg.out_dir already holds a run (any file a run writes).
-enum class ExistingRun {
-  refuse,  // the default: an error, nothing is touched
-  force,   // move the old run aside to OUT.replaced-<time>, then train
-  resume,  // the same experiment (config): finished -> nothing to do; unfinished -> train it
-           // again from step 0 in the same directory. Another experiment: refused.
-};
-
-// Trains as configured and writes the run directory cfg.out_dir (config.toml, metrics.csv,
-// checkpoint/, eval.json last). A run being written by another process (it holds the
-// directory's lock) is never touched, whatever `existing` says.
-// wait_for_trainer_seconds (with ExistingRun::resume; `--wait-for-trainer`, what exported study
-// commands use): a run another process is training is waited for, at most that long, and its
-// outcome is this call's (0 if it finished with this config, an error otherwise).
-int run_train(const Config& cfg, ExistingRun existing = ExistingRun::refuse,
-              int wait_for_trainer_seconds = 0);
-
-// Evaluates the checkpoint of a finished run; seq_len 0 / mem_len -1 mean "as trained".
-// token_losses_file, if not empty, receives the loss of every scored token (.npy, float32).
-int run_eval(const std::string& run_dir, const std::vector<std::string>& overrides, int seq_len,
-             int mem_len, const std::string& token_losses_file = "");
-
-// The streaming evaluation of a finished run (eval.stream_*, from its config with `overrides`;
-// eval/streaming_cache.hpp): one row per mode of eval.stream_modes, written to
-// DIR/eval_stream.json, and the loss along the stream to DIR/eval_stream.csv.
-int run_eval_stream(const std::string& run_dir, const std::vector<std::string>& overrides);
-
-// The passkey grid of a finished run (eval.passkey_*, from its config with `overrides`): one
-// row per (length, depth) cell, written to DIR/eval_passkey.json.
-int run_eval_passkey(const std::string& run_dir, const std::vector<std::string>& overrides);
 
 // Training throughput at cfg's model size, against the machine's sgemm GFLOP/s.
 int run_bench(const Config& cfg, int steps);
@@ -137,19 +106,5 @@ struct ExploreOptions {
   std::vector<int> factors = {1, 2, 4, 8};  // input lengths, x train.seq_len
 };
 int run_explore(const ExploreOptions& options, std::ostream& out);
-
-// `poslab longrope-search` (longrope_search_cmd.cpp): LongRoPE's evolutionary search of
-// per-pair factors on a finished rope run's validation loss at target_len.
-struct LongRopeSearchCommand {
-  std::string run_dir;
-  std::vector<std::string> overrides;  // --set, applied to the run's config
-  int target_len = 0;                  // L'
-  std::string out_dir;                 // --out (required): the search's own directory
-  std::string seeds = "pi,ntk,yarn";
-  int eval_batches = 4;                // validation batches per fitness evaluation
-  int eval_rows = 8;                   // rows per batch
-  LongRopeSearchOptions options;       // factor is set from target_len / train.seq_len
-};
-int run_longrope_search_command(const LongRopeSearchCommand& command, std::ostream& out);
 
 }  // namespace poslab

@@ -1,6 +1,7 @@
 // `poslab`, the command line. This file only parses arguments and reports errors; the work of
-// each subcommand is in commands.hpp (train, eval, bench), except `encodings` and `tasks`, which
-// are listings of the registries and live here.
+// each subcommand is elsewhere: train/run.hpp (train), train/evaluate_run.hpp (eval),
+// train/longrope_search_run.hpp (longrope-search), commands.hpp (the others), except
+// `encodings` and `tasks`, which are listings of the registries and live here.
 //
 //   poslab train --config experiments/quickstart.toml --set encoding.type=shaw --out runs/shaw
 //   poslab eval --run runs/shaw --seq-len 256
@@ -31,6 +32,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <limits>
 #include <string>
@@ -46,7 +48,10 @@
 #include "nn/inference_scratch.hpp"
 #include "tasks/task.hpp"
 #include "study/runner.hpp"
+#include "train/evaluate_run.hpp"
+#include "train/longrope_search_run.hpp"
 #include "train/registered_choices.hpp"
+#include "train/run.hpp"
 
 namespace poslab {
 namespace {
@@ -542,7 +547,7 @@ CLI::App* add_sinks_command(CLI::App& app, SinksOptions& sinks_options) {
   return sinks;
 }
 
-// `poslab longrope-search` (longrope_search_cmd.cpp).
+// `poslab longrope-search` (train/longrope_search_run.hpp).
 CLI::App* add_longrope_search_command(CLI::App& app, LongRopeSearchCommand& search,
                                       Arguments& args) {
   CLI::App* longrope_search = app.add_subcommand(
@@ -804,6 +809,15 @@ int run_bench_command(const Arguments& args) {
   return run_bench(cfg, args.steps);
 }
 
+// `poslab longrope-search`: the search (train/longrope_search_run.hpp), then its figure.
+int run_longrope_search(LongRopeSearchCommand& search, const Arguments& args) {
+  search.overrides = args.overrides;
+  if (const int code = run_longrope_search_command(search, std::cout); code != 0) return code;
+  const std::filesystem::path out_dir(search.out_dir);
+  return run_python_script("longrope_fitness.py", {(out_dir / "fitness.csv").string(),
+                                                   (out_dir / "fitness.png").string()});
+}
+
 // The parsed command's work; its exit code.
 int run_parsed(CommandLine& c) {
   Arguments& args = c.args;
@@ -813,10 +827,7 @@ int run_parsed(CommandLine& c) {
   if (*c.plot) return run_python_script("poslab_plots.py", c.plot_dirs);
   if (*c.report) return run_report(c.report_options, std::cout);
   if (*c.explore) return run_explore(c.explore_options, std::cout);
-  if (*c.longrope_search) {
-    c.search.overrides = args.overrides;
-    return run_longrope_search_command(c.search, std::cout);
-  }
+  if (*c.longrope_search) return run_longrope_search(c.search, args);
   if (*c.sinks) return run_sinks(c.sinks_options, std::cout);
   if (*c.attention) {
     c.attention_options.mem_text_given = c.attention->count("--mem-text") > 0;

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <sstream>
 #include <stdexcept>
 
 #include "encodings/rope_scaling.hpp"
+#include "eval/chunked.hpp"
 
 namespace poslab {
 
@@ -197,6 +199,22 @@ LongRopeSearchResult run_longrope_search(const std::vector<std::vector<double>>&
   }
   result.best = population.front();
   return result;
+}
+
+std::string longrope_factor_list(const std::vector<double>& factors) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < factors.size(); ++i)
+    out << (i ? ", " : "") << std::setprecision(6) << factors[i];
+  return out.str();
+}
+
+double longrope_loss(const Config& cfg, const ParameterArena<float>& weights,
+                     const std::vector<double>& factors, BatchSource& source, int batches) {
+  Config candidate = cfg;
+  candidate.encoding.options.set("long_factor", longrope_factor_list(factors));
+  TransformerLM<float> model(candidate.model, candidate.encoding, candidate.memory);
+  std::copy(weights.values(), weights.values() + weights.count(), model.arena().values());
+  return evaluate(model, source, batches, 0).loss;
 }
 
 }  // namespace poslab

@@ -24,8 +24,15 @@
 //               if it is new and non-decreasing
 //   result      the best vector of the last population
 //
-// The fitness is a callback (the CLI evaluates a trained model, cli/longrope_search_cmd.cpp), so
-// the algorithm is tested on its own.
+// The fitness is a callback, so the algorithm is tested on its own; longrope_loss below is the
+// one `poslab longrope-search` gives it (train/longrope_search_run.cpp drives the search over
+// its --out directory).
+//
+// Why in eval/: the search trains no parameter. Every step of it is an evaluation of the
+// trained model (its validation loss at L' with the candidate factors), and what it finds is an
+// encoding setting for later runs (a fine-tune from the run, or a zero-shot read), not a model.
+// It evaluates, then searches over what it evaluated; no gradient, no optimizer state, no run
+// directory of its own in this layer.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +41,10 @@
 #include <string>
 #include <vector>
 
+#include "config/config.hpp"
 #include "core/rng.hpp"
+#include "data/batch_source.hpp"
+#include "model/transformer.hpp"
 
 namespace poslab {
 
@@ -118,5 +128,15 @@ class LongRopeOperators {
   Rng& rng_;
   long cap_steps_;  // cap as a number of grid steps above 1
 };
+
+// "1, 1.05, 1.2": factors as rope's long_factor option reads them (6 significant digits).
+std::string longrope_factor_list(const std::vector<double>& factors);
+
+// The fitness of `poslab longrope-search`: the mean validation loss over `batches` batches of
+// `source` (eval/chunked.hpp's evaluate, no memory) of the trained `weights` read with rope's
+// long_factor = factors. cfg: the run's config with scaling = longrope for s, original_len L,
+// longrope_factors = long (every call uses the long factors, as the released search does).
+double longrope_loss(const Config& cfg, const ParameterArena<float>& weights,
+                     const std::vector<double>& factors, BatchSource& source, int batches);
 
 }  // namespace poslab

@@ -1,5 +1,5 @@
 // `poslab longrope-search`: LongRoPE's evolutionary search (eval/longrope_search.hpp) on a
-// finished rope run. The fitness of a vector of factors lambda is the model's validation loss
+// finished rope run (longrope_search_run.hpp says why this part is in train/). The fitness of a vector of factors lambda is the model's validation loss
 // at the target length L' with rope scaling = longrope, factor s = L' / L, original_len L (the
 // run's train.seq_len), long_factor = lambda, used for every call (longrope_factors = long), and
 // the default attention factor sqrt(1 + ln s / ln L), as the released search evaluates.
@@ -39,7 +39,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.hpp"
 #include "config/load.hpp"
 #include "config/toml_text.hpp"
 #include "model/transformer.hpp"
@@ -51,6 +50,7 @@
 #include "train/registered_choices.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
+#include "train/longrope_search_run.hpp"
 #include "train/stop_request.hpp"
 #include "train/train.hpp"
 
@@ -60,12 +60,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string factor_list(const std::vector<double>& factors) {
-  std::ostringstream out;
-  for (std::size_t i = 0; i < factors.size(); ++i)
-    out << (i ? ", " : "") << std::setprecision(6) << factors[i];
-  return out.str();
-}
+// "1, 1.05, 1.2": the factors as rope's long_factor option reads them (eval/longrope_search.hpp).
+std::string factor_list(const std::vector<double>& factors) { return longrope_factor_list(factors); }
 
 // The shortest text that reads back as x (evaluations.csv keeps losses and factors exactly, so
 // that a replay takes the same decisions). Not describe.cpp's exact(): the sanitizer build
@@ -298,11 +294,7 @@ int run_longrope_search_command(const LongRopeSearchCommand& c, std::ostream& ou
       ++replayed;
     } else {
       if (const int signal = stop_requested()) throw SearchStopped(signal);
-      Config candidate = cfg;
-      candidate.encoding.options.set("long_factor", factor_list(factors));
-      TransformerLM<float> model(candidate.model, candidate.encoding, candidate.memory);
-      std::copy(weights.values(), weights.values() + weights.count(), model.arena().values());
-      loss = evaluate(model, *source, c.eval_batches, 0).loss;
+      loss = longrope_loss(cfg, weights, factors, *source, c.eval_batches);
       ++evaluated;
       evaluations_log.append({int(earlier.size()) + evaluated, round_trip_text(loss), key});
     }
@@ -358,8 +350,7 @@ int run_longrope_search_command(const LongRopeSearchCommand& c, std::ostream& ou
       << " computed now) in " << std::setprecision(0) << seconds << " s\nwrote "
       << (out_dir / "longrope_factors.toml").string() << ", "
       << (out_dir / "fitness.csv").string() << std::endl;
-  return run_python_script("longrope_fitness.py", {(out_dir / "fitness.csv").string(),
-                                                   (out_dir / "fitness.png").string()});
+  return 0;
 }
 
 }  // namespace poslab
