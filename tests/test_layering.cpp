@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 TEST_CASE("config/ includes no poslab header outside config/", "[layering]") {
   const std::filesystem::path config_dir = std::filesystem::path(POSLAB_SOURCE_DIR) / "src/config";
@@ -25,4 +26,38 @@ TEST_CASE("config/ includes no poslab header outside config/", "[layering]") {
     }
   }
   CHECK(files > 0);
+}
+
+// The layers above config/ point one way too (issue 47): cli -> study -> train -> eval ->
+// model, ... An evaluation mode (eval/) is tested and run without a run directory or the
+// command line, so eval/ includes nothing of train/, study/ or cli/; train/ nothing of study/ or
+// cli/; and no layer below cli/ includes cli/.
+namespace {
+// Every `#include "DIR/..."` in src/FOLDER naming one of `forbidden`, as "FILE:LINE: text".
+std::vector<std::string> includes_of(const std::string& folder,
+                                     const std::vector<std::string>& forbidden) {
+  std::vector<std::string> found;
+  const std::filesystem::path dir = std::filesystem::path(POSLAB_SOURCE_DIR) / "src" / folder;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path());
+    std::string line;
+    for (int number = 1; std::getline(in, line); ++number) {
+      const auto quote = line.find("#include \"");
+      if (quote == std::string::npos) continue;
+      for (const std::string& f : forbidden)
+        if (line.compare(quote + 10, f.size() + 1, f + "/") == 0)
+          found.push_back(entry.path().filename().string() + ":" + std::to_string(number) + ": " +
+                          line);
+    }
+  }
+  return found;
+}
+}  // namespace
+
+TEST_CASE("eval/ and train/ include nothing above them", "[layering]") {
+  CHECK(includes_of("eval", {"train", "study", "cli"}) == std::vector<std::string>{});
+  CHECK(includes_of("train", {"study", "cli"}) == std::vector<std::string>{});
+  for (const char* below : {"study", "train", "eval", "model", "tasks", "data", "encodings", "nn",
+                            "core"})
+    CHECK(includes_of(below, {"cli"}) == std::vector<std::string>{});
 }
