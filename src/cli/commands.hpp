@@ -69,21 +69,6 @@ struct AttentionOptions {
 // Writes out_dir/layer{n}.npy (probs [H, L, K], float32) and out_dir/tokens.json.
 int run_attention(const AttentionOptions& options, std::ostream& out);
 
-// `poslab sinks` (sinks.cpp): the attention-sink diagnostic of a trained run, the mass of every
-// layer's and head's attention on the first key over windows of a split
-// (eval/sink_diagnostic.hpp).
-struct SinksOptions {
-  std::string run_dir;     // a finished run (config.toml + checkpoint/)
-  std::string split;       // "valid" | "test"; "" = the run's eval.split
-  int window = 0;          // tokens per window; 0 = train.seq_len
-  long windows = 100;      // windows from the split's start; 0 = all it holds
-  int first_query = -1;    // summary over queries [first_query, window); -1 = window / 2
-  double threshold = 0.5;  // a head with first_key_mass >= threshold is counted as a sink
-  std::string out_dir;     // "" = RUN/sinks
-};
-// Writes out_dir/sink_heads.csv, out_dir/sink_profile.csv and out_dir/sinks.json.
-int run_sinks(const SinksOptions& options, std::ostream& out);
-
 // Runs /usr/bin/python3 <source tree>/notebooks/SCRIPT ARGUMENTS... (python_script.cpp) and
 // returns its exit code; throws if the interpreter or the script is missing.
 int run_python_script(const std::string& script_name, const std::vector<std::string>& arguments);

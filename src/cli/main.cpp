@@ -1,7 +1,8 @@
 // `poslab`, the command line. This file only parses arguments and reports errors; the work of
 // each subcommand is elsewhere: train/run.hpp (train), train/evaluate_run.hpp (eval),
-// train/longrope_search_run.hpp (longrope-search), commands.hpp (the others), except
-// `encodings` and `tasks`, which are listings of the registries and live here.
+// train/longrope_search_run.hpp (longrope-search), train/run_sinks.hpp (sinks), commands.hpp
+// (the others), except `encodings` and `tasks`, which are listings of the registries and live
+// here.
 //
 //   poslab train --config experiments/quickstart.toml --set encoding.type=shaw --out runs/shaw
 //   poslab eval --run runs/shaw --seq-len 256
@@ -52,6 +53,7 @@
 #include "train/longrope_search_run.hpp"
 #include "train/registered_choices.hpp"
 #include "train/run.hpp"
+#include "train/run_sinks.hpp"
 
 namespace poslab {
 namespace {
@@ -206,6 +208,40 @@ int report_error(const std::string& message) {
   return 1;
 }
 
+// What `poslab train --help` says after its options.
+constexpr const char* kTrainFooter =
+    "Writes into the run directory (out_dir): config.toml (the fully resolved config),\n"
+    "metrics.csv (one row per logged step), checkpoint/ (parameters as .npy files) and\n"
+    "eval.json (the final validation loss; written last, so it marks a finished run).\n"
+    "The config is checked completely before anything is written. A directory that already\n"
+    "holds a run is refused (nothing is overwritten); --force moves the old run aside;\n"
+    "--resume finishes the same experiment (what `poslab run --export` uses). A directory\n"
+    "being written by another poslab process (it holds the directory's lock) is never\n"
+    "touched.\n"
+    "Stopping: the training state (parameters, Adam's moments, memory, random generator) is\n"
+    "saved to resume/ every train.save_state_every steps (default 1000) and when SIGTERM or\n"
+    "SIGINT arrives (the step in progress finishes first; exit code 128 + signal). --resume\n"
+    "continues from it to the same result as an uninterrupted run (same thread count).\n"
+    "Passkey retrieval (language models; docs/06): eval.passkey_length_factors = [1, 2, 4]\n"
+    "adds a grid of rows (kind \"passkey\") to eval.json: a 5-digit key at each of\n"
+    "eval.passkey_depths inside filler (eval.passkey_filler = \"corpus\": text of eval.split,\n"
+    "\"sentence\", or \"sentence_shifted\"), eval.passkey_instances per cell (default 100), scored teacher-forced and\n"
+    "greedy. An instance needs at least 103 bytes with the paper's prompt, 27 with\n"
+    "eval.passkey_format = \"compact\". train.passkey_fraction = 0.02 mixes such instances\n"
+    "(same prompt and filler) into that fraction of the training rows (the same rows for\n"
+    "every arm).\n"
+    "Fine-tuning (--init-from RUN, docs/06): RUN must be finished (eval.json); a parameter\n"
+    "whose shape or name would differ (d_model, vocab_size, learned's max_len, ...) is\n"
+    "refused before anything is written, naming it and both shapes. The run records its\n"
+    "parent in init_from.json and eval.json (path, SHA-256 of its config.toml and\n"
+    "checkpoint); --resume continues a fine-tuned run from its own saved state.\n"
+    "Example:\n"
+    "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
+    "encoding.clip_k=8 --out runs/shaw-k8\n"
+    "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
+    "encoding.clip_k=8 --init-from runs/shaw-k8 --set train.seq_len=128 --set "
+    "train.steps=200 --out runs/shaw-k8-128";
+
 // `poslab train` (train/run.hpp).
 CLI::App* add_train_command(CLI::App& app, Arguments& args) {
   CLI::App* train = app.add_subcommand(
@@ -243,38 +279,7 @@ CLI::App* add_train_command(CLI::App& app, Arguments& args) {
   train->add_flag("--init-optimizer", args.init_optimizer,
                   "With --init-from: also start from its Adam moments, their bias correction "
                   "continuing from its step count (sets train.init_optimizer; default: fresh)");
-  train->footer(
-      "Writes into the run directory (out_dir): config.toml (the fully resolved config),\n"
-      "metrics.csv (one row per logged step), checkpoint/ (parameters as .npy files) and\n"
-      "eval.json (the final validation loss; written last, so it marks a finished run).\n"
-      "The config is checked completely before anything is written. A directory that already\n"
-      "holds a run is refused (nothing is overwritten); --force moves the old run aside;\n"
-      "--resume finishes the same experiment (what `poslab run --export` uses). A directory\n"
-      "being written by another poslab process (it holds the directory's lock) is never\n"
-      "touched.\n"
-      "Stopping: the training state (parameters, Adam's moments, memory, random generator) is\n"
-      "saved to resume/ every train.save_state_every steps (default 1000) and when SIGTERM or\n"
-      "SIGINT arrives (the step in progress finishes first; exit code 128 + signal). --resume\n"
-      "continues from it to the same result as an uninterrupted run (same thread count).\n"
-      "Passkey retrieval (language models; docs/06): eval.passkey_length_factors = [1, 2, 4]\n"
-      "adds a grid of rows (kind \"passkey\") to eval.json: a 5-digit key at each of\n"
-      "eval.passkey_depths inside filler (eval.passkey_filler = \"corpus\": text of eval.split,\n"
-      "\"sentence\", or \"sentence_shifted\"), eval.passkey_instances per cell (default 100), scored teacher-forced and\n"
-      "greedy. An instance needs at least 103 bytes with the paper's prompt, 27 with\n"
-      "eval.passkey_format = \"compact\". train.passkey_fraction = 0.02 mixes such instances\n"
-      "(same prompt and filler) into that fraction of the training rows (the same rows for\n"
-      "every arm).\n"
-      "Fine-tuning (--init-from RUN, docs/06): RUN must be finished (eval.json); a parameter\n"
-      "whose shape or name would differ (d_model, vocab_size, learned's max_len, ...) is\n"
-      "refused before anything is written, naming it and both shapes. The run records its\n"
-      "parent in init_from.json and eval.json (path, SHA-256 of its config.toml and\n"
-      "checkpoint); --resume continues a fine-tuned run from its own saved state.\n"
-      "Example:\n"
-      "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
-      "encoding.clip_k=8 --out runs/shaw-k8\n"
-      "  poslab train --config experiments/quickstart.toml --set encoding.type=shaw --set "
-      "encoding.clip_k=8 --init-from runs/shaw-k8 --set train.seq_len=128 --set "
-      "train.steps=200 --out runs/shaw-k8-128");
+  train->footer(kTrainFooter);
   return train;
 }
 
@@ -330,6 +335,23 @@ CLI::App* add_eval_command(CLI::App& app, Arguments& args) {
       "  poslab eval --run runs/shaw-k8 --seq-len 256 --mem-len 256");
   return eval;
 }
+
+// What `poslab bench --help` says after its options.
+constexpr const char* kBenchFooter =
+    "Trains on random bytes, 5 times --steps steps, and prints tokens/s (median, min, max),\n"
+    "the FLOPs per token counted in the step's sgemm calls, the GFLOP/s reached, and the\n"
+    "ceiling: the model's own products timed alone in their batched form (docs/09).\n"
+    "The defaults are the reference configuration: d_model 128, 4 layers, 4 heads,\n"
+    "d_inner 512, segment 64, batch 16, 256 symbols. Measure on an otherwise idle machine.\n"
+    "Writes nothing, except the --csv file of --reuse, --scaling or --eval-memory.\n"
+    "Example:\n"
+    "  poslab bench --steps 20 --set model.d_model=256 --set encoding.type=shaw\n"
+    "  poslab bench --compare 64        # every encoding, memory 0 and 64\n"
+    "  poslab bench --scaling 64,128,256,512 --steps 5 --csv results/bench/scaling.csv\n"
+    "  poslab bench --eval-memory 512,2048 --set train.seq_len=512 --set model.n_layers=2\n"
+    "  poslab bench --eval-memory 15872 --eval-memory-budget 32 --set train.seq_len=512\n"
+    "  poslab bench --reuse 128,256,512,1024,2048 --set encoding.type=transformer_xl "
+    "--csv results/bench/reuse_speed.csv";
 
 // `poslab bench` (bench.cpp).
 CLI::App* add_bench_command(CLI::App& app, Arguments& args) {
@@ -387,21 +409,7 @@ CLI::App* add_bench_command(CLI::App& app, Arguments& args) {
                     "--reuse, --scaling, --eval-memory: also write the table to this CSV file")
       ->type_name("FILE");
   add_overrides(bench, args);
-  bench->footer(
-      "Trains on random bytes, 5 times --steps steps, and prints tokens/s (median, min, max),\n"
-      "the FLOPs per token counted in the step's sgemm calls, the GFLOP/s reached, and the\n"
-      "ceiling: the model's own products timed alone in their batched form (docs/09).\n"
-      "The defaults are the reference configuration: d_model 128, 4 layers, 4 heads,\n"
-      "d_inner 512, segment 64, batch 16, 256 symbols. Measure on an otherwise idle machine.\n"
-      "Writes nothing, except the --csv file of --reuse, --scaling or --eval-memory.\n"
-      "Example:\n"
-      "  poslab bench --steps 20 --set model.d_model=256 --set encoding.type=shaw\n"
-      "  poslab bench --compare 64        # every encoding, memory 0 and 64\n"
-      "  poslab bench --scaling 64,128,256,512 --steps 5 --csv results/bench/scaling.csv\n"
-      "  poslab bench --eval-memory 512,2048 --set train.seq_len=512 --set model.n_layers=2\n"
-      "  poslab bench --eval-memory 15872 --eval-memory-budget 32 --set train.seq_len=512\n"
-      "  poslab bench --reuse 128,256,512,1024,2048 --set encoding.type=transformer_xl "
-      "--csv results/bench/reuse_speed.csv");
+  bench->footer(kBenchFooter);
   return bench;
 }
 
@@ -508,7 +516,7 @@ CLI::App* add_attention_command(CLI::App& app, AttentionOptions& attention_optio
   return attention;
 }
 
-// `poslab sinks` (sinks.cpp).
+// `poslab sinks` (train/run_sinks.hpp).
 CLI::App* add_sinks_command(CLI::App& app, SinksOptions& sinks_options) {
   CLI::App* sinks = app.add_subcommand(
       "sinks", "Measure attention sinks: each layer's and head's attention mass on the first key.");
@@ -546,6 +554,18 @@ CLI::App* add_sinks_command(CLI::App& app, SinksOptions& sinks_options) {
       "  poslab sinks --run runs/rope64 --windows 100");
   return sinks;
 }
+
+// What `poslab longrope-search --help` says after its options.
+constexpr const char* kLongRopeSearchFooter =
+    "Fitness: the validation loss at --target with rope scaling longrope, factor s, original_len\n"
+    "L and long_factor = the candidate (docs/11, 'LongRoPE'). Population, mutation and crossover\n"
+    "as microsoft/LongRoPE's dim_mono search (src/eval/longrope_search.hpp). Prints a line per\n"
+    "iteration; writes OUT/longrope_factors.toml (an [encoding] snippet), OUT/fitness.csv and\n"
+    "OUT/fitness.png, and keeps every evaluation in OUT/evaluations.csv. Ctrl-C (SIGINT) or\n"
+    "SIGTERM stops it after the evaluation in progress; the same command then resumes it.\n"
+    "OUT is held by one search at a time; a file, or a directory of other files, is refused.\n"
+    "Example:\n"
+    "  poslab longrope-search --run runs/rope64 --target 256 --out runs/rope64_longrope256";
 
 // `poslab longrope-search` (train/longrope_search_run.hpp).
 CLI::App* add_longrope_search_command(CLI::App& app, LongRopeSearchCommand& search,
@@ -602,16 +622,7 @@ CLI::App* add_longrope_search_command(CLI::App& app, LongRopeSearchCommand& sear
   longrope_search->add_option("--eval-rows", search.eval_rows, "Rows per batch (8)")
       ->check(CLI::Range(1, 1 << 20));
   add_overrides(longrope_search, args);
-  longrope_search->footer(
-      "Fitness: the validation loss at --target with rope scaling longrope, factor s, original_len\n"
-      "L and long_factor = the candidate (docs/11, 'LongRoPE'). Population, mutation and crossover\n"
-      "as microsoft/LongRoPE's dim_mono search (src/eval/longrope_search.hpp). Prints a line per\n"
-      "iteration; writes OUT/longrope_factors.toml (an [encoding] snippet), OUT/fitness.csv and\n"
-      "OUT/fitness.png, and keeps every evaluation in OUT/evaluations.csv. Ctrl-C (SIGINT) or\n"
-      "SIGTERM stops it after the evaluation in progress; the same command then resumes it.\n"
-      "OUT is held by one search at a time; a file, or a directory of other files, is refused.\n"
-      "Example:\n"
-      "  poslab longrope-search --run runs/rope64 --target 256 --out runs/rope64_longrope256");
+  longrope_search->footer(kLongRopeSearchFooter);
   return longrope_search;
 }
 

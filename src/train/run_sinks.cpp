@@ -24,7 +24,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.hpp"
+#include "train/run_sinks.hpp"
+
 #include "config/load.hpp"
 #include "core/blas.hpp"
 #include "model/transformer.hpp"
