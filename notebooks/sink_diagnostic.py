@@ -1,5 +1,5 @@
 """The attention-sink diagnostic of one or more trained runs (`poslab sinks`, written by
-src/train/sink_diagnostic.hpp): for each run one column, on top the mean attention weight on the
+src/eval/sink_diagnostic.hpp): for each run one column, on top the mean attention weight on the
 first key of every layer (row) and head (column), over the queries in the second half of the
 window; below, the same weight at every query index, one line per head coloured by layer, with
 uniform attention (1 / keys seen) dashed. A sink head (Xiao et al. 2023) sits far above the

@@ -122,7 +122,7 @@ class Block {
   }
 
   // mem <- last `mem_len` rows of [mem ; x] (the cat_ of the last forward pass).
-  // With sinks = S > 0 (StreamingLLM's attention sinks, train/streaming_cache.hpp), the first S
+  // With sinks = S > 0 (StreamingLLM's attention sinks, eval/streaming_cache.hpp), the first S
   // rows of [mem ; x] stay in front instead, and the last mem_len - S rows follow them:
   //   K <= mem_len:  mem = [mem ; x]                            (nothing evicted yet)
   //   K >  mem_len:  mem = [mem ; x][0 : S] ++ [mem ; x][K - (mem_len - S) : K]

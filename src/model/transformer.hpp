@@ -13,7 +13,7 @@
 // memory.continue_positions passes the stream position as offset instead. A caller may also
 // give the keys' positions outright, memory rows first, then the segment, whose positions the
 // queries share: PoSE's skipping ids (data/pose_batcher.hpp, no memory) and the streaming
-// cache's positions (train/streaming_cache.hpp: sinks and recent tokens in memory).
+// cache's positions (eval/streaming_cache.hpp: sinks and recent tokens in memory).
 #pragma once
 
 #include <cmath>
@@ -248,7 +248,7 @@ class TransformerLM {
 
   // Memory length used from now on (evaluation may use another one than training).
   void set_mem_len(int mem_len) { memory_cfg_.mem_len = mem_len; }
-  // Attention sinks (StreamingLLM, train/streaming_cache.hpp): from now on the memory keeps its
+  // Attention sinks (StreamingLLM, eval/streaming_cache.hpp): from now on the memory keeps its
   // first `sinks` rows when it evicts (Block::update_memory); 0 = the last mem_len rows, as
   // Transformer-XL. Returns the previous value.
   int set_memory_sinks(int sinks) {

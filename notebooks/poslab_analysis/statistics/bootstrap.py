@@ -10,7 +10,7 @@ again. Both should exclude 0 for a difference to be believed.
 
 Inputs: the per-token test losses that `poslab eval --token-losses` writes (RUN/token_losses_M<c>.npy,
 the RECL inputs of experiments/state_reuse.protocol.md). Their order is batch by batch, row by row
-(src/train/evaluate.hpp), and the evaluation stream is laid out as in Transformer-XL: the test
+(src/eval/chunked.hpp), and the evaluation stream is laid out as in Transformer-XL: the test
 split is cut into B contiguous slices, one per batch row (StreamBatcher, src/data/corpus.hpp).
 With B = 32 rows and a 462 kB test split, a slice is about 14 kB of consecutive modules. Slices,
 not files, are resampled: the loss files do not record file boundaries, and a slice is the unit
