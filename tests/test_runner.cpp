@@ -421,6 +421,42 @@ TEST_CASE("the summary carries each run's start and finish, when its eval.json h
   CHECK_THAT(summary[2], EndsWith(",abc123,,"));
 }
 
+TEST_CASE("passkey_curve.csv gathers every finished run's curve after the run's name and axes",
+          "[runner][passkey_curve]") {
+  // Issue 48: retrieval read during training (train/passkey_curve.hpp) lands in each run's
+  // RUN/passkey_curve.csv; the study's results carry them all in one table.
+  ScratchDirectory scratch;
+  TwoRunStudy two(scratch.path);
+  const std::string header =
+      "step,factor,seq_len,depth,instances,exact_match,greedy_exact_match,digit_accuracy,loss\n";
+  two.fake_finished(0, {{"loss", 2.0}, {"seq_len", 8}, {"mem_len", 0}, {"tokens", 64}});
+  poslab::write_summary(two.study, two.runs, two.layout);
+  CHECK_FALSE(fs::exists(two.layout.passkey_curve()));  // no run has a curve: no file
+
+  write_file(two.layout.run_dir(two.runs[0]) / "passkey_curve.csv",
+             header + "2000,1,64,0,50,0.5,0.48,0.9,0.25\n2000,2,128,1,50,0,0,0.1,2.3\n");
+  // Run 2 is not finished: its curve so far stays out, as its eval.json stays out of summary.csv.
+  write_file(two.layout.run_dir(two.runs[1]) / "passkey_curve.csv",
+             header + "2000,1,64,0,50,1,1,1,0.01\n");
+  poslab::write_summary(two.study, two.runs, two.layout);
+  const std::vector<std::string> curve = lines_of(read_file(two.layout.passkey_curve()));
+  REQUIRE(curve.size() == 3);
+  CHECK(curve[0] == "run,train.seed,step,factor,seq_len,depth,instances,exact_match,"
+                    "greedy_exact_match,digit_accuracy,loss");
+  CHECK(curve[1] == "train.seed=1,1,2000,1,64,0,50,0.5,0.48,0.9,0.25");
+  CHECK(curve[2] == "train.seed=1,1,2000,2,128,1,50,0,0,0.1,2.3");
+
+  // A file that is not a curve (another header) is refused, naming it, not put under the columns.
+  write_file(two.layout.run_dir(two.runs[0]) / "passkey_curve.csv", "step,loss\n1,2\n");
+  try {
+    poslab::write_summary(two.study, two.runs, two.layout);
+    FAIL("no error for a curve with another header");
+  } catch (const std::exception& e) {
+    CHECK_THAT(e.what(), Contains("passkey_curve.csv:1: not a passkey curve"));
+    CHECK_THAT(e.what(), Contains("'step,loss'"));
+  }
+}
+
 TEST_CASE("shell_quote quotes only what needs it", "[runner]") {
   CHECK(poslab::shell_quote("results/x/configs/a.toml") == "results/x/configs/a.toml");
   CHECK(poslab::shell_quote("train.threads=2") == "train.threads=2");

@@ -4,7 +4,8 @@
 //   1. the plan: every run resolved (study.cpp), given its directory, and its status read from
 //      the disk (run_status);
 //   2. --dry-run and --export, which only describe the plan;
-//   3. summary.csv and loss_by_position.csv, rebuilt from every finished run's eval.json;
+//   3. summary.csv and loss_by_position.csv, rebuilt from every finished run's eval.json (and
+//      passkey_curve.csv from the runs' own curve files);
 //   4. the `run` subcommand's command line and help.
 // The scheduler that runs the children is in scheduler.hpp, the Slurm export in slurm_export.hpp.
 #include "study/runner.hpp"
@@ -40,6 +41,7 @@
 #include "study/scheduler.hpp"
 #include "study/slurm_export.hpp"
 #include "train/checkpoint.hpp"
+#include "train/passkey_curve.hpp"
 #include "train/registered_choices.hpp"
 #include "train/run_claim.hpp"
 #include "train/run_dir.hpp"
@@ -318,6 +320,25 @@ std::vector<nlohmann::json> copy_distance_lines(const nlohmann::json& c) {
   return lines;
 }
 
+// passkey_curve.csv: the lines of one run's RUN/passkey_curve.csv (train/passkey_curve.hpp:
+// step, factor, seq_len, depth, ...), each after `who` (the run's name, axes, variant, parent).
+// The run wrote its cells with MetricsLog (numbers, nothing quoted), so a line is copied as it
+// is. A header other than PasskeyCurve::columns() is refused, naming the file and line 1: its
+// lines would land under the wrong columns.
+std::string passkey_curve_lines(const fs::path& file, const std::vector<Cell>& who) {
+  std::string header;
+  for (const std::string& c : PasskeyCurve::columns()) header += (header.empty() ? "" : ",") + c;
+  std::istringstream in(read_text_file(file));
+  std::string line, lines;
+  if (!std::getline(in, line) || line != header)
+    throw std::runtime_error(file.string() + ":1: not a passkey curve: the header is '" + line +
+                             "', expected '" + header + "'");
+  const std::string prefix = csv_line(who);  // "name,axis,...\n"
+  while (std::getline(in, line))
+    if (!line.empty()) lines += prefix.substr(0, prefix.size() - 1) + "," + line + "\n";
+  return lines;
+}
+
 }  // namespace
 
 std::vector<std::string> write_summary(const Study& study, const std::vector<PlannedRun>& runs,
@@ -334,6 +355,10 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
   if (has_stages) header.push_back("parent");
   std::vector<Cell> positions_header = header;
   positions_header.erase(positions_header.begin());  // no study column: one study per file
+  // passkey_curve.csv (train.eval_passkey_instances): the run, then the curve file's columns;
+  // written only when some finished run has a curve.
+  std::vector<Cell> curve_header = positions_header;
+  for (const std::string& c : PasskeyCurve::columns()) curve_header.push_back(Cell(c));
   for (const char* c : {"kind", "factor", "seq_len", "mem_len"}) {
     header.push_back(c);
     positions_header.push_back(c);
@@ -374,7 +399,8 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
 
   std::string summary = csv_line(header), positions = csv_line(positions_header);
   std::string copies = csv_line(copies_header), streams = csv_line(stream_header);
-  bool any_copies = false, any_streams = false;
+  std::string curves = csv_line(curve_header);
+  bool any_copies = false, any_streams = false, any_curves = false;
   for (const PlannedRun& run : runs) {
     const fs::path dir = layout.run_dir(run);
     if (!fs::is_directory(dir) || !RunDirectory::open(dir).is_complete()) continue;
@@ -389,6 +415,12 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
     for (const SweepAxis& axis : study.axes) who.push_back(Cell(run.sweep_values.at(axis.key)));
     if (has_variants) who.push_back(Cell(run.variant));
     if (has_stages) who.push_back(Cell(run.parent_id));
+
+    if (fs::exists(dir / PasskeyCurve::kFile)) {
+      any_curves = true;
+      curves += passkey_curve_lines(dir / PasskeyCurve::kFile,
+                                    std::vector<Cell>(who.begin() + 1, who.end()));
+    }
 
     for (const nlohmann::json& e : evaluations_of(eval)) {
       std::vector<Cell> setting;
@@ -448,6 +480,7 @@ std::vector<std::string> write_summary(const Study& study, const std::vector<Pla
   write_file_atomically(layout.loss_by_position(), positions);
   if (any_copies) write_file_atomically(layout.loss_by_copy_distance(), copies);
   if (any_streams) write_file_atomically(layout.loss_by_stream_position(), streams);
+  if (any_curves) write_file_atomically(layout.passkey_curve(), curves);
   return commits;
 }
 

@@ -19,6 +19,9 @@
 //                              distance bucket); only when some run measured it
 //   loss_by_stream_position.csv  eval.stream_length: one row per (finished run, streaming mode,
 //                              bucket of stream positions); only when some run measured it
+//   passkey_curve.csv          train.eval_passkey_instances: every finished run's
+//                              RUN/passkey_curve.csv (train/passkey_curve.hpp), each row after
+//                              the run's name, axes, variant and parent; only when some run has one
 //   commands.txt               --export commands only
 //   slurm/<time>/, slurm/header.sh   --export slurm only (slurm_export.hpp)
 //
@@ -78,6 +81,7 @@ struct StudyLayout {
   std::filesystem::path loss_by_stream_position() const {
     return root / "loss_by_stream_position.csv";
   }
+  std::filesystem::path passkey_curve() const { return root / "passkey_curve.csv"; }
   std::filesystem::path commands() const { return root / "commands.txt"; }
 };
 
