@@ -98,10 +98,13 @@ def draw(curve, found, out_base, metric="greedy_exact_match", gate=0.9):
             row = found[(found["run"] == run) & (found["factor"] == factor)].iloc[0]
             if not np.isnan(row["reached"]):
                 ax.axvline(row["reached"], color="red", lw=0.8)
-            held = "never" if np.isnan(row["held"]) else f"{row['held']:,.0f}"
-            reached = "never" if np.isnan(row["reached"]) else f"{row['reached']:,.0f}"
-            ax.set_title(f"{run}\n{part['seq_len'].iloc[0]} bytes ({factor:g}x): "
-                         f">= {gate:g} at {reached}, held from {held}", fontsize=7.5)
+            if np.isnan(row["reached"]):
+                when = f"never >= {gate:g} (last min {row['last_min']:.2f})"
+            else:
+                held = "not held" if np.isnan(row["held"]) else f"held from {row['held']:,.0f}"
+                when = f">= {gate:g} first at {row['reached']:,.0f}, {held}"
+            ax.set_title(f"{run}\n{part['seq_len'].iloc[0]} bytes ({factor:g}x): {when}",
+                         fontsize=7.5)
             ax.set_ylim(-0.03, 1.03)
             ax.grid(alpha=0.3)
             if r == len(runs) - 1:
