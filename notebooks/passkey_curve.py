@@ -114,7 +114,7 @@ def draw(curve, found, out_base, metric="greedy_exact_match", gate=0.9):
     axes[0][0].legend(fontsize=6, loc="lower right")
     fig.suptitle("passkey retrieval during training (validation split; red: first read at "
                  f">= {gate:g} at every depth)", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 1 - 0.35 / fig.get_figheight()))
     paths = [out_base + ".png", out_base + ".svg"]
     for p in paths:
         fig.savefig(p, dpi=110)
