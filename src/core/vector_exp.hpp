@@ -15,8 +15,9 @@
 // all in double precision, rounded once to float at the end. k is rounded to the nearest integer
 // by adding and subtracting 1.5 * 2^52 (SHIFT), whose low bits then hold k.
 // Inputs with |x| >= 88 or NaN (overflow, underflow to 0, infinities) go to std::exp, as glibc
-// takes its slow path there; so does everything on a CPU where glibc runs its unfused build. tests/test_vector_exp.cpp compares every float in [-110, 90] (and
-// the special values) with std::exp.
+// takes its slow path there; so does everything on a CPU where glibc runs its unfused build.
+// tests/test_vector_exp.cpp compares every 61st float bit pattern (all of them with
+// POSLAB_EXP_STRIDE=1), the edges of the fast path and the special values with std::exp.
 #pragma once
 
 #include <bit>
