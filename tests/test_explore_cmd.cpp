@@ -1,7 +1,7 @@
 // `poslab explore` and `poslab report`, run as a user would. The explorer's maps must be the
-// attention weights `poslab attention` dumps for the same input, pooled as explore.cpp says; bad
-// input is refused with the file named and nothing written. (The pages themselves are checked in
-// a real browser by scripts/test-browser.sh.)
+// attention weights `poslab attention` dumps for the same input, pooled as
+// eval/attention_maps.hpp says; bad input is refused with the file named and nothing written.
+// (The pages themselves are checked in a real browser by scripts/test-browser.sh.)
 #include <catch2/catch.hpp>
 
 #include <algorithm>
