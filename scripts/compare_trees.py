@@ -4,12 +4,11 @@ Ignored, because they differ between two runs of the same binary: the moment and
 things (started, finished, seconds, train_seconds, created, heartbeat...), speeds (tokens per
 second), peak resident memory, and the provenance's commit, host and pid fields; in text
 (stdout, CSV cells) the numbers right before "tokens/s", " s " and the like are masked.
-`poslab bench` measures time and memory: in its logs (logs/bench*) every number is masked, and
-in its CSVs the timed and measured columns are left out (counted FLOPs, shapes and memory
-estimates are still compared). A
-directory name with a time stamp is not expected (none is written). Everything else is compared
-byte for byte (after JSON parsing for .json files, so key order would count as a difference only
-if the values differ)."""
+`poslab bench` measures time and memory: in its logs (logs/bench*) every number is masked (with
+the padding before it), and in its CSVs the timed and measured columns are left out (counted
+FLOPs, shapes and memory estimates are still compared). A directory name with a time stamp is
+not expected (none is written). Everything else is compared byte for byte (after JSON parsing
+for .json files, so key order would count as a difference only if the values differ)."""
 import csv
 import io
 import json
@@ -31,7 +30,8 @@ BENCH_COLUMNS = {
     "reuse_tokens_per_second", "speedup_vs_vanilla", "speedup_vs_per_segment",
     "baseline_rss_mb", "peak_rss_mb",
 }
-BENCH_NUMBER = re.compile(r"[-+]?\d+(\.\d+)?(e[-+]?\d+)?")
+# (with the spaces before it: a table pads a number to its column's width)
+BENCH_NUMBER = re.compile(r" *[-+]?\d+(\.\d+)?(e[-+]?\d+)?")
 # Text: durations, speeds, moments, commits, scratch paths.
 TEXT_PATTERNS = [
     (re.compile(r"\b(\d+h)?\d+m(?=[0-9.]+s)"), ""),  # 1m23s -> 23s (then masked below)
@@ -60,7 +60,7 @@ def text(path):
     for pattern, replacement in TEXT_PATTERNS:
         t = pattern.sub(replacement, t)
     if is_bench(path):
-        t = BENCH_NUMBER.sub("<n>", t)
+        t = BENCH_NUMBER.sub(" <n>", t)
     return t
 
 
