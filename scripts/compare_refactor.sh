@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Byte-identity check for refactorings that must change nothing observable (issue 47): runs a
-# tiny run of every evaluation mode and a few study smokes with one binary into a directory,
+# tiny run of every evaluation mode, the inspection commands (attention, explore, encodings
+# --describe), bench at a tiny size, and a few study smokes with one binary into a directory,
 # then compares two such directories file by file (scripts/compare_trees.py says what it
 # ignores: moment, duration, speed, memory and commit fields, nothing else).
 #
@@ -93,6 +94,58 @@ step eval_passkey "$poslab" eval --run runs/lm_all --passkey --set eval.passkey_
 step eval_stream "$poslab" eval --run runs/lm_all --stream --set eval.stream_length=150
 step sinks "$poslab" sinks --run runs/rope --windows 4
 step attention "$poslab" attention --run runs/rope --input "The quick brown fox"
+# attention with a memory (the Transformer-XL run), the no-memory notice, a bad input
+step attention_memory "$poslab" attention --run runs/lm_all --input "over the lazy dog" \
+  --mem-text "The quick brown fox jumps" --out attention_xl
+step attention_no_memory "$poslab" attention --run runs/rope --input "ab" --mem-text "xyz" \
+  --out attention_no_memory
+step bad_attention_empty "$poslab" attention --run runs/rope --input ""
+# the explorer: two language-model runs side by side, windows of the split and a text of ours
+printf 'A text of our own, long enough for 1x and 2x of a 32-byte segment and its memory: %s\n' \
+  "the quick brown fox jumps over the lazy dog" >our_text.txt
+step explore "$poslab" explore runs/lm_all runs/rope --out explorer --texts 2 --factors 1,2,8 \
+  --text our_text.txt
+step bad_explore_task "$poslab" explore runs/task --out explorer_task
+step bad_explore_no_text "$poslab" explore runs/rope --texts 0 --out explorer_none
+# encodings --describe: the RoPE frequency table of each scaling, as a table and as CSV
+step describe_yarn "$poslab" encodings --describe rope --set encoding.scaling=yarn \
+  --set encoding.factor=4 --set encoding.original_len=64
+step describe_yarn_csv "$poslab" encodings --describe rope --set encoding.scaling=yarn \
+  --set encoding.factor=4 --set encoding.original_len=64 --csv
+step describe_dynamic_ntk "$poslab" encodings --describe rope --set encoding.scaling=dynamic_ntk \
+  --set encoding.factor=2 --set encoding.original_len=32 --length 100
+step describe_self_extend "$poslab" encodings --describe rope --set encoding.scaling=self_extend \
+  --set encoding.original_len=64 --set encoding.neighbor_window=16 --set encoding.group_size=4 \
+  --length 300
+step describe_rerope "$poslab" encodings --describe rope --set encoding.scaling=rerope \
+  --set encoding.original_len=64 --set encoding.rerope_window=16
+step describe_leaky_rerope "$poslab" encodings --describe rope \
+  --set encoding.scaling=leaky_rerope --set encoding.original_len=64 \
+  --set encoding.rerope_window=16 --length 200
+step describe_log_n "$poslab" encodings --describe rope --set encoding.log_n=always \
+  --set encoding.log_n_len=64 --length 256
+step describe_longrope "$poslab" encodings --describe rope --set model.d_model=16 \
+  --set model.n_heads=2 --set encoding.scaling=longrope --set encoding.factor=4 \
+  --set encoding.original_len=64 --set "encoding.short_factor=1, 1.5, 2, 4" \
+  --set "encoding.long_factor=1, 2, 3, 4" --set encoding.start_tokens=2 --length 300
+step bad_describe "$poslab" encodings --describe alibi
+# bench, at a tiny size (its times and memory differ run to run: compare_trees.py masks the
+# numbers of logs/bench*; its CSVs keep the counted FLOPs, shapes and estimates)
+bench_size=(--set model.d_model=16 --set model.n_layers=1 --set model.n_heads=2
+  --set model.d_inner=32 --set train.seq_len=16 --set train.batch_size=2 --set train.threads=1)
+step bench "$poslab" bench --steps 1 "${bench_size[@]}"
+step bench_compare "$poslab" bench --steps 1 --compare 8 "${bench_size[@]}"
+step bench_scaling "$poslab" bench --steps 1 --scaling 8,16 --tokens 32 --csv bench_scaling.csv \
+  "${bench_size[@]}"
+step bench_reuse "$poslab" bench --reuse 32,48 --targets 4 --csv bench_reuse.csv \
+  "${bench_size[@]}"
+step bench_eval_memory "$poslab" bench --eval-memory 0,32 --csv bench_eval_memory.csv \
+  "${bench_size[@]}"
+step bench_eval_memory_training "$poslab" bench --eval-memory 16 --eval-memory-path training \
+  --csv bench_eval_memory_training.csv "${bench_size[@]}"
+step bench_bad_path "$poslab" bench --eval-memory 16 --eval-memory-path nope "${bench_size[@]}"
+step bench_bad_reuse "$poslab" bench --reuse 32,16 --targets 4 "${bench_size[@]}"
+step bench_bad_scaling "$poslab" bench --scaling 7 --tokens 32 "${bench_size[@]}"
 step longrope "$poslab" longrope-search --run runs/rope --target 64 --out runs/longrope \
   --population 4 --parents 2 --iterations 1 --mutations 2 --crossovers 2 --eval-batches 1 \
   --eval-rows 2

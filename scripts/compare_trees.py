@@ -3,10 +3,12 @@
 Ignored, because they differ between two runs of the same binary: the moment and duration of
 things (started, finished, seconds, train_seconds, created, heartbeat...), speeds (tokens per
 second), peak resident memory, and the provenance's commit, host and pid fields; in text
-(stdout, CSV cells) the numbers right before "tokens/s", " s " and the like are masked. A
-directory name with a time stamp is not expected (none is written). Everything else is compared
-byte for byte (after JSON parsing for .json files, so key order would count as a difference only
-if the values differ)."""
+(stdout, CSV cells) the numbers right before "tokens/s", " s " and the like are masked.
+`poslab bench` measures time and memory: in its logs (logs/bench*) every number is masked (with
+the padding before it), and in its CSVs the timed and measured columns are left out (counted
+FLOPs, shapes and memory estimates are still compared). A directory name with a time stamp is
+not expected (none is written). Everything else is compared byte for byte (after JSON parsing
+for .json files, so key order would count as a difference only if the values differ)."""
 import csv
 import io
 import json
@@ -21,6 +23,15 @@ IGNORED_KEYS = {
     "started_at", "finished_at", "duration_seconds",
 }
 IGNORED_COLUMNS = IGNORED_KEYS | {"elapsed_s"}
+# bench's CSVs: speeds, GFLOP/s, their ratios, resident memory.
+BENCH_COLUMNS = {
+    "tokens_per_second_min", "tokens_per_second_max", "gflops", "gflops_best", "gflops_vs_none",
+    "gflops_best_vs_none", "vanilla_tokens_per_second", "per_segment_tokens_per_second",
+    "reuse_tokens_per_second", "speedup_vs_vanilla", "speedup_vs_per_segment",
+    "baseline_rss_mb", "peak_rss_mb",
+}
+# (with the spaces before it: a table pads a number to its column's width)
+BENCH_NUMBER = re.compile(r" *[-+]?\d+(\.\d+)?(e[-+]?\d+)?")
 # Text: durations, speeds, moments, commits, scratch paths.
 TEXT_PATTERNS = [
     (re.compile(r"\b(\d+h)?\d+m(?=[0-9.]+s)"), ""),  # 1m23s -> 23s (then masked below)
@@ -40,10 +51,16 @@ def strip(value):
     return value
 
 
+def is_bench(path):
+    return path.name.startswith("bench")
+
+
 def text(path):
     t = path.read_text(errors="replace")
     for pattern, replacement in TEXT_PATTERNS:
         t = pattern.sub(replacement, t)
+    if is_bench(path):
+        t = BENCH_NUMBER.sub(" <n>", t)
     return t
 
 
@@ -51,7 +68,8 @@ def csv_rows(path):
     rows = list(csv.reader(io.StringIO(path.read_text())))
     if not rows:
         return rows
-    keep = [i for i, name in enumerate(rows[0]) if name not in IGNORED_COLUMNS]
+    ignored = IGNORED_COLUMNS | (BENCH_COLUMNS if is_bench(path) else set())
+    keep = [i for i, name in enumerate(rows[0]) if name not in ignored]
     return [[r[i] if i < len(r) else None for i in keep] for r in rows]
 
 

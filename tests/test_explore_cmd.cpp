@@ -1,7 +1,8 @@
 // `poslab explore` and `poslab report`, run as a user would. The explorer's maps must be the
-// attention weights `poslab attention` dumps for the same input, pooled as explore.cpp says; bad
-// input is refused with the file named and nothing written. (The pages themselves are checked in
-// a real browser by scripts/test-browser.sh.)
+// attention weights `poslab attention` dumps for the same input, pooled as
+// eval/attention_maps.hpp says; bad input is refused with the file named and nothing written.
+// (The pages themselves are checked in a real browser by scripts/test-browser.sh.) The last case
+// checks the computing parts alone, without a run directory or the command line.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -15,6 +16,11 @@
 #include <xtensor/xarray.hpp>
 #include <xtensor/xnpy.hpp>
 
+#include "core/rng.hpp"
+#include "encodings/registry.hpp"
+#include "eval/attention_maps.hpp"
+#include "eval/attention_weights.hpp"
+#include "model/transformer.hpp"
 #include "process_helpers.hpp"
 
 using Catch::Contains;
@@ -251,4 +257,60 @@ TEST_CASE("poslab explore draws a two-map method's positional part and lists onl
     differ_from_rope += std::abs(self_extend[d].get<double>() - rope[d].get<double>()) > 1e-2;
   }
   CHECK(differ_from_rope > 0);  // not RoPE's curve, and not flat
+}
+
+// eval/attention_maps.hpp against eval/attention_weights.hpp, on a fresh Transformer-XL model
+// with a memory of 8 rows and an input of 161 tokens: blocks of b = ceil(161 / 128) = 2, the last
+// row of blocks holding one query, so the average over a block's queries is tested where the
+// block is not full.
+TEST_CASE("the explorer's maps are the attention weights of the same text, pooled", "[explore]") {
+  using namespace poslab;
+  ModelConfig mc;
+  mc.vocab_size = 256;
+  mc.d_model = 16;
+  mc.n_layers = 2;
+  mc.n_heads = 2;
+  mc.d_inner = 32;
+  MemoryConfig memory;
+  memory.mem_len = 8;
+  const EncodingConfig encoding{"transformer_xl",
+                                Options::defaults(find_encoding("transformer_xl")->options)};
+  TransformerLM<float> model(mc, encoding, memory);
+  model.init(3);
+  const int M = 8, L = 161;
+  Rng rng(7);
+  std::vector<std::int32_t> tokens(M + L + 1);
+  for (auto& t : tokens) t = std::int32_t(rng.below(256));
+
+  const PooledAttention pooled = pooled_attention(model, tokens.data(), M, L);
+  const AttentionWeights weights =
+      attention_weights(model, std::vector<std::int32_t>(tokens.begin(), tokens.begin() + M),
+                        std::vector<std::int32_t>(tokens.begin() + M, tokens.begin() + M + L));
+  REQUIRE(pooled.memory_rows == M);
+  REQUIRE(weights.memory_rows == M);
+  const int b = 2, K = M + L;
+  CHECK(pooled.block == b);
+  CHECK(pooled.rows == 81);
+  CHECK(pooled.cols == 85);
+  CHECK(pooled.token_loss.size() == std::size_t(L));
+  REQUIRE(pooled.maps.size() == 2);
+  int differ = 0, blocks = 0;
+  for (int n = 0; n < 2; ++n)
+    for (int h = 0; h < 2; ++h) {
+      const float* P = weights.layers[n].data() + std::size_t(h) * L * K;  // [L, K]
+      const std::vector<std::uint8_t>& bytes = pooled.maps[n][h];
+      REQUIRE(bytes.size() == std::size_t(pooled.rows) * pooled.cols);
+      for (int qb = 0; qb < pooled.rows; ++qb)
+        for (int kb = 0; kb < pooled.cols; ++kb) {
+          // A[qb, kb] = (1 / |qb|) sum_{i in qb} sum_{j in kb} P_ij
+          const int i0 = qb * b, i1 = std::min(L, i0 + b), j0 = kb * b, j1 = std::min(K, j0 + b);
+          double mass = 0;
+          for (int i = i0; i < i1; ++i)
+            for (int j = j0; j < j1; ++j) mass += P[std::size_t(i) * K + j];
+          ++blocks;
+          differ += bytes[std::size_t(qb) * pooled.cols + kb] != map_byte(mass / (i1 - i0));
+        }
+    }
+  CHECK(blocks == 4 * 81 * 85);
+  CHECK(differ == 0);
 }

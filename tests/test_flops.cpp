@@ -2,7 +2,7 @@
 // (model/flops.hpp) and the FLOPs counted in the sgemm calls of a real training step agree.
 #include <catch2/catch.hpp>
 
-#include "cli/commands.hpp"
+#include "bench/training_speed.hpp"
 #include "core/blas.hpp"
 #include "model/flops.hpp"
 #include "model/products.hpp"

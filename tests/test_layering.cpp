@@ -28,10 +28,12 @@ TEST_CASE("config/ includes no poslab header outside config/", "[layering]") {
   CHECK(files > 0);
 }
 
-// The layers above config/ point one way too (issue 47): cli -> study -> train -> eval ->
-// model, ... An evaluation mode (eval/) is tested and run without a run directory or the
-// command line, so eval/ includes nothing of train/, study/ or cli/; train/ nothing of study/ or
-// cli/; and no layer below cli/ includes cli/.
+// The layers above config/ point one way too (issue 47): cli -> {study, bench} -> train -> eval
+// -> model, ... An evaluation mode (eval/) is tested and run without a run directory or the
+// command line, so eval/ includes nothing of train/, study/, bench/ or cli/; train/ nothing of
+// study/, bench/ or cli/; bench/ (the measurements of `poslab bench`, which time training steps
+// and evaluations) nothing of study/ or cli/; and no layer below cli/ includes cli/, none below
+// bench/ (nor study/, its neighbour) includes bench/.
 namespace {
 // Every `#include "DIR/..."` in src/FOLDER naming one of `forbidden`, as "FILE:LINE: text".
 std::vector<std::string> includes_of(const std::string& folder,
@@ -54,10 +56,14 @@ std::vector<std::string> includes_of(const std::string& folder,
 }
 }  // namespace
 
-TEST_CASE("eval/ and train/ include nothing above them", "[layering]") {
-  CHECK(includes_of("eval", {"train", "study", "cli"}) == std::vector<std::string>{});
-  CHECK(includes_of("train", {"study", "cli"}) == std::vector<std::string>{});
+TEST_CASE("eval/, train/ and bench/ include nothing above them", "[layering]") {
+  CHECK(includes_of("eval", {"train", "study", "bench", "cli"}) == std::vector<std::string>{});
+  CHECK(includes_of("train", {"study", "bench", "cli"}) == std::vector<std::string>{});
+  CHECK(includes_of("bench", {"study", "cli"}) == std::vector<std::string>{});
+  for (const char* below : {"study", "bench", "train", "eval", "model", "tasks", "data",
+                            "encodings", "nn", "core"})
+    CHECK(includes_of(below, {"cli"}) == std::vector<std::string>{});
   for (const char* below : {"study", "train", "eval", "model", "tasks", "data", "encodings", "nn",
                             "core"})
-    CHECK(includes_of(below, {"cli"}) == std::vector<std::string>{});
+    CHECK(includes_of(below, {"bench"}) == std::vector<std::string>{});
 }

@@ -12,6 +12,8 @@
 
 namespace poslab {
 
+// `poslab bench` (bench.cpp; the measurements are in src/bench/). Each checks the memory its
+// measurements need before any, then prints a table.
 // Training throughput at cfg's model size, against the machine's sgemm GFLOP/s.
 int run_bench(const Config& cfg, int steps);
 
@@ -24,9 +26,6 @@ int run_bench_comparison(const Config& cfg, int steps, int mem_len);
 int run_bench_reuse(const Config& cfg, const std::vector<int>& attn_lens, long targets,
                     const std::string& csv_path);
 
-// Every registered encoding (and its naive path, where it has one) at each segment length, with
-// batch x segment = tokens_per_step and memory = segment: tokens/s, counted FLOPs per token,
-// GFLOP/s and the ratio to 'none'; writes a CSV if csv_path is not empty.
 // Peak resident memory of evaluation (one batch row, segment train.seq_len) at each memory
 // length, through the evaluation-only ("inference", scores in chunks of at most
 // score_budget_mb MiB) or the training forward.
@@ -34,31 +33,19 @@ int run_bench_eval_memory(const Config& cfg, const std::vector<int>& mem_lens,
                           const std::string& path, double score_budget_mb,
                           const std::string& csv_path);
 
+// Every registered encoding (and its naive path, where it has one) at each segment length, with
+// batch x segment = tokens_per_step and memory = segment: tokens/s, counted FLOPs per token,
+// GFLOP/s and the ratio to 'none'; writes a CSV if csv_path is not empty.
 int run_bench_scaling(const Config& cfg, int steps, const std::vector<int>& segments,
                       int tokens_per_step, const std::string& csv_path);
-
-struct Spread {
-  double min = 0, median = 0, max = 0;
-};
-struct BenchResult {
-  Spread tokens_per_second;           // over the repetitions
-  double flops_per_token = 0;         // counted: every sgemm of a step with full memory
-  double model_flops_per_token = 0;   // the model's own products (model/flops.hpp)
-  Spread gflops;                      // tokens/s x counted FLOPs
-};
-// Times `repetitions` runs of `steps` training steps (after a warm-up) on random tokens.
-BenchResult bench_training(const Config& cfg, int steps, int repetitions);
-
-// GFLOP/s of the model's matrix products alone (model/products.hpp), each in its batched form,
-// over `repetitions` timed runs of one training step's worth.
-Spread measure_ceiling(const Config& cfg, int repetitions);
 
 // `poslab encodings --describe rope` (describe.cpp): the per-pair frequency table of cfg's RoPE
 // configuration (its scaling included) for a call covering `length` keys (0: train.seq_len +
 // memory.mem_len), as an aligned table or as CSV.
 int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& out);
 
-// `poslab attention` (attention.cpp): the attention weights of a trained run on a given text.
+// `poslab attention` (attention.cpp): the attention weights of a trained run on a given text
+// (computed by eval/attention_weights.hpp).
 struct AttentionOptions {
   std::string run_dir;          // a finished run (config.toml + checkpoint/)
   std::string input;            // the text whose attention is dumped (bytes, batch 1)
@@ -82,7 +69,8 @@ struct ReportOptions {
 };
 int run_report(const ReportOptions& options, std::ostream& out);
 
-// `poslab explore` (explore.cpp): the attention explorer of one or more trained runs.
+// `poslab explore` (explore.cpp): the attention explorer of one or more trained runs (what it
+// shows is computed by eval/attention_maps.hpp and eval/positional_terms.hpp).
 struct ExploreOptions {
   std::vector<std::string> runs;          // finished language-model runs
   std::string out_dir;                    // "" = explorer/

@@ -47,49 +47,65 @@ std::string short_number(double x) {
   return buffer;
 }
 
-}  // namespace
+// The table: a header and one row per rotation pair (rows: scaled_frequencies' output).
+struct FrequencyTable {
+  std::vector<std::string> header;
+  std::vector<std::vector<std::string>> rows;
+};
 
-int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& out) {
-  if (cfg.encoding.type != "rope")
-    throw std::invalid_argument("encodings --describe: only rope has a frequency table (got '" +
-                                cfg.encoding.type + "')");
-  const Options& o = cfg.encoding.options;
-  const int d_head = cfg.model.d_model / cfg.model.n_heads;
-  const int pairs = rotated_pairs(o.get_double("fraction"), d_head);
-  const RopeScaling scaling = rope_scaling_from_options(o);
-  const long key_len = length > 0 ? length : long(cfg.train.seq_len) + cfg.memory.mem_len;
-  std::vector<RotaryPair> rows(pairs);
-  scaled_frequencies(scaling, o.get_double("base"), pairs, key_len, rows.data());
+FrequencyTable frequency_table(const RopeScaling& scaling, const std::vector<RotaryPair>& pairs,
+                               bool csv) {
   const double L = double(scaling.original_len), a = scaling.attention_factor();
   const double pi = 3.14159265358979323846;
-
   const bool longrope = scaling.method == RopeScalingMethod::longrope;
-  std::vector<std::string> header = {"pair",       "dims",        "theta",
-                                     "theta_scaled", "wavelength", "rotations_L",
-                                     "interpolation", "attention_factor"};
-  if (longrope) header.insert(header.end(), {"short_factor", "long_factor"});
-  std::vector<std::vector<std::string>> table;
-  for (int i = 0; i < pairs; ++i) {
-    const RotaryPair& r = rows[i];
-    auto number = [&](double x) { return csv ? exact(x) : short_number(x); };
-    table.push_back({std::to_string(i),
-                     std::to_string(2 * i) + (csv ? " " : ",") + std::to_string(2 * i + 1),
-                     number(r.theta), number(r.theta_scaled), number(2 * pi / r.theta_scaled),
-                     L > 0 ? number(L * r.theta / (2 * pi)) : (csv ? "" : "-"),
-                     number(r.interpolation), number(a)});
+  FrequencyTable table;
+  table.header = {"pair",          "dims",       "theta",       "theta_scaled",
+                  "wavelength",    "rotations_L", "interpolation", "attention_factor"};
+  if (longrope) table.header.insert(table.header.end(), {"short_factor", "long_factor"});
+  auto number = [&](double x) { return csv ? exact(x) : short_number(x); };
+  for (int i = 0; i < int(pairs.size()); ++i) {
+    const RotaryPair& r = pairs[i];
+    table.rows.push_back({std::to_string(i),
+                          std::to_string(2 * i) + (csv ? " " : ",") + std::to_string(2 * i + 1),
+                          number(r.theta), number(r.theta_scaled), number(2 * pi / r.theta_scaled),
+                          L > 0 ? number(L * r.theta / (2 * pi)) : (csv ? "" : "-"),
+                          number(r.interpolation), number(a)});
     if (longrope)
-      table.back().insert(table.back().end(),
-                          {number(scaling.short_factor[i]), number(scaling.long_factor[i])});
+      table.rows.back().insert(table.rows.back().end(),
+                               {number(scaling.short_factor[i]), number(scaling.long_factor[i])});
   }
-  if (csv) {
-    for (std::size_t c = 0; c < header.size(); ++c) out << (c ? "," : "") << header[c];
+  return table;
+}
+
+void print_csv(const FrequencyTable& table, std::ostream& out) {
+  for (std::size_t c = 0; c < table.header.size(); ++c) out << (c ? "," : "") << table.header[c];
+  out << "\n";
+  for (const auto& row : table.rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << row[c];
     out << "\n";
-    for (const auto& row : table) {
-      for (std::size_t c = 0; c < row.size(); ++c) out << (c ? "," : "") << row[c];
-      out << "\n";
-    }
-    return 0;
   }
+}
+
+// Columns right-aligned to their widest cell, two spaces apart.
+void print_aligned(const FrequencyTable& table, std::ostream& out) {
+  std::vector<std::size_t> width(table.header.size());
+  for (std::size_t c = 0; c < table.header.size(); ++c) {
+    width[c] = table.header[c].size();
+    for (const auto& row : table.rows) width[c] = std::max(width[c], row[c].size());
+  }
+  for (std::size_t c = 0; c < table.header.size(); ++c)
+    out << (c ? "  " : "") << std::setw(int(width[c])) << table.header[c];
+  out << "\n";
+  for (const auto& row : table.rows) {
+    for (std::size_t c = 0; c < row.size(); ++c)
+      out << (c ? "  " : "") << std::setw(int(width[c])) << row[c];
+    out << "\n";
+  }
+}
+
+// The first line: the configuration, and which factor dynamic_ntk and longrope use at K keys.
+void print_title(const Options& o, const RopeScaling& scaling, int d_head, int pairs,
+                 long key_len, std::ostream& out) {
   out << "rope: d_h " << d_head << ", rotated d = " << 2 * pairs << " (fraction "
       << short_number(o.get_double("fraction")) << "), base " << short_number(o.get_double("base"))
       << ", scaling " << o.get_string("scaling") << ", factor s = " << short_number(scaling.factor)
@@ -99,7 +115,7 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
   if (scaling.method == RopeScalingMethod::dynamic_ntk)
     out << " (dynamic factor s K / L - (s - 1) = " << short_number(scaling.dynamic_factor(key_len))
         << (key_len > scaling.original_len ? "" : ": K <= L, the trained base") << ")";
-  if (longrope) {
+  if (scaling.method == RopeScalingMethod::longrope) {
     const std::string which = scaling.uses_long_factors(key_len) ? "long" : "short";
     out << ", factors " << which;
     if (scaling.depends_on_key_count())
@@ -110,30 +126,21 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
       out << ", start_tokens " << scaling.start_tokens;
   }
   out << "\n";
-  std::vector<std::size_t> width(header.size());
-  for (std::size_t c = 0; c < header.size(); ++c) {
-    width[c] = header[c].size();
-    for (const auto& row : table) width[c] = std::max(width[c], row[c].size());
-  }
-  for (std::size_t c = 0; c < header.size(); ++c)
-    out << (c ? "  " : "") << std::setw(int(width[c])) << header[c];
-  out << "\n";
-  for (const auto& row : table) {
-    for (std::size_t c = 0; c < row.size(); ++c)
-      out << (c ? "  " : "") << std::setw(int(width[c])) << row[c];
-    out << "\n";
-  }
+}
+
+// After the table: the formulas, then what longrope and the position-changing methods
+// (rope_position_maps.hpp: the two maps and the window) do beyond them.
+void print_method_notes(const RopeScaling& scaling, long key_len, std::ostream& out) {
   out << "theta' = theta_scaled = theta / s * g + theta * (1 - g), g = interpolation (ntk, "
          "dynamic_ntk: the equivalent g);\nwavelength = 2 pi / theta'; rotations_L = L theta / "
          "(2 pi), of the trained pair; q and k are each multiplied by attention_factor.\n";
-  if (longrope) {
+  if (scaling.method == RopeScalingMethod::longrope) {
     out << "longrope: theta' = 1 / (lambda_i b^(2i/d)), lambda = the factors in use; "
            "interpolation is the equivalent g = (1 - theta'/theta) / (1 - 1/s).\n";
     if (scaling.start_tokens > 0)
       out << "positions 0 .. " << scaling.start_tokens - 1
           << " (start tokens) turn by theta, with amplitude 1.\n";
   }
-  // The position-changing methods (rope_position_maps.hpp): the two maps and the window.
   const std::int64_t w = scaling.rerope_window;
   const long N = key_len;  // the farthest distance of a call over K keys is K - 1
   if (scaling.method == RopeScalingMethod::self_extend) {
@@ -155,6 +162,29 @@ int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& ou
         << short_number(N - 1 < w ? double(N - 1) : w + (N - 1 - w) / scaling.leaky_factor)
         << ".\n";
   }
+}
+
+}  // namespace
+
+int describe_encoding(const Config& cfg, long length, bool csv, std::ostream& out) {
+  if (cfg.encoding.type != "rope")
+    throw std::invalid_argument("encodings --describe: only rope has a frequency table (got '" +
+                                cfg.encoding.type + "')");
+  const Options& o = cfg.encoding.options;
+  const int d_head = cfg.model.d_model / cfg.model.n_heads;
+  const int pairs = rotated_pairs(o.get_double("fraction"), d_head);
+  const RopeScaling scaling = rope_scaling_from_options(o);
+  const long key_len = length > 0 ? length : long(cfg.train.seq_len) + cfg.memory.mem_len;
+  std::vector<RotaryPair> rows(pairs);
+  scaled_frequencies(scaling, o.get_double("base"), pairs, key_len, rows.data());
+  const FrequencyTable table = frequency_table(scaling, rows, csv);
+  if (csv) {
+    print_csv(table, out);
+    return 0;
+  }
+  print_title(o, scaling, d_head, pairs, key_len, out);
+  print_aligned(table, out);
+  print_method_notes(scaling, key_len, out);
   const LogNScaling log_n = log_n_from_options(o);
   if (log_n.mode != LogNScaling::Mode::off)
     out << "log_n = " << o.get_string("log_n")

@@ -493,7 +493,8 @@ std::string last_line_of(const fs::path& file) {
   return last;
 }
 
-// `POSLAB train --config FILE [--set train.threads=T]`.
+// `POSLAB train --config FILE [--set train.threads=T]`: what a run is, locally (a child process
+// of the scheduler; scheduler.hpp says why not a call in this process) and in a Slurm export.
 std::vector<std::string> train_arguments(const PlannedRun& run, const StudyLayout& layout,
                                          const std::string& executable, int threads, bool given) {
   std::vector<std::string> args = {executable, "train", "--config",

@@ -4,6 +4,13 @@
 // - Each child is `POSLAB train --config configs/<run>.toml --set train.threads=T` with
 //   T = max(1, cores / N), started with posix_spawn, its stdout and stderr appended to
 //   runs/<run>.log, and reaped with waitpid.
+// - Why a child process and not a call of run_train (train/run.hpp) in this one: a run's
+//   threads (set_threads: OpenMP's count is one per process) and its output (the log file) are
+//   its own, N runs train side by side with no shared state; a run that crashes, aborts or is
+//   killed (out of memory, a signal) ends alone, reported as its exit status, and the study goes
+//   on; each run's memory goes back to the system when it ends (glibc keeps freed memory inside a
+//   process); and the command is the very line `--export slurm` writes for a cluster
+//   (export_command in runner.cpp), so a local study and a Slurm one run the runs one way.
 // - Signals reach the scheduler through a pipe (the self-pipe trick), so it sleeps in poll()
 //   and wakes for a finished child (SIGCHLD) or an interruption (SIGINT, SIGTERM) without the
 //   race of checking a flag just before a blocking wait. An interruption is forwarded to the
