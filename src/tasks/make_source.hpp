@@ -10,6 +10,7 @@
 
 #include "config/config.hpp"
 #include "data/batch_source.hpp"
+#include "data/corpus.hpp"
 #include "tasks/passkey.hpp"
 
 namespace poslab {
@@ -44,6 +45,10 @@ std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSp
 // eval.passkey_filler, cut (corpus) from `split` of data.path, read through the same cache as make_batch_source. Throws
 // std::runtime_error when the corpus cannot be read or has no such split.
 PasskeyGenerator make_passkey_generator(const Config& cfg, Split split);
+
+// The corpus of data.path split as `data` says, read once per process and kept (the cache every
+// function here reads through). Throws std::runtime_error when the corpus cannot be read.
+std::shared_ptr<const CorpusSplit> cached_split(const DataConfig& data);
 
 // The tokens of one split of task "lm"'s corpus (data.path), read through the same cache as
 // make_batch_source (the sliding-window evaluation reads the stream itself). Throws

@@ -45,7 +45,8 @@ struct Baselines {
 Baselines corpus_baselines(const Config& cfg) {
   Baselines b;
   if (cfg.task.name != "lm") return b;
-  const CorpusSplit data = load_corpus(cfg.data);
+  const std::shared_ptr<const CorpusSplit> corpus = cached_split(cfg.data);  // read once per process
+  const CorpusSplit& data = *corpus;
   const std::vector<std::int32_t>& held_out = cfg.eval.split == "test" ? data.test : data.valid;
   if (held_out.empty())
     throw std::runtime_error("eval.split = \"" + cfg.eval.split + "\" but the corpus " +
