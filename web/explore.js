@@ -93,8 +93,8 @@
   }
 
   // The map's cells: one per block with weight > 0. Masked blocks (keys after the query) are
-  // left out and show white; a weight too small for a byte is stored as 1 (explore.cpp's
-  // map_byte), the scale's first colour, never white.
+  // left out and show white; a weight too small for a byte is stored as 1
+  // (eval/attention_maps.cpp's map_byte), the scale's first colour, never white.
   function mapValues(data, layer, head) {
     const bytes = decode(data.maps[layer][head]);
     const b = data.block, M = data.memory_rows, keys = data.memory.concat(data.input.slice(0, data.L));
