@@ -5,9 +5,10 @@ train.seq_len bytes) and prints, for every pair asked, the token-weighted mean d
 two losses over the buckets both score and the standard error of the bucket differences (buckets
 treated as independent, which ignores their correlation along the stream).
 
-    /usr/bin/python3 notebooks/stream_pairs.py RESULTS_DIR A=B [A=B ...]
+    /usr/bin/python3 notebooks/stream_pairs.py RESULTS_DIR [--seed N] A=B [A=B ...]
 
-A and B name a read as VARIANT:KIND[:S], e.g. vanilla:stream_window vanilla_s1:stream_sinks:1.
+A and B name a read as VARIANT:KIND[:S], e.g. vanilla:stream_window vanilla_s1:stream_sinks:1;
+--seed N keeps the runs of train.seed N (needed when a variant has several seeds).
 Example (experiments/pilots/sink_token.toml):
     /usr/bin/python3 notebooks/stream_pairs.py results/pilots/sink_token \\
         vanilla:stream_window=vanilla_s1:stream_sinks:1
@@ -26,6 +27,8 @@ def read(table, spec):
         rows = rows[rows["stream_sinks"] == int(sinks[0])]
     if rows.empty:
         sys.exit(f"stream_pairs: no rows for {spec}")
+    if rows["position_low"].duplicated().any():
+        sys.exit(f"stream_pairs: {spec} has several runs (seeds); choose one with --seed N")
     return rows.set_index("position_low")
 
 
@@ -33,7 +36,11 @@ def main():
     if len(sys.argv) < 3:
         sys.exit(__doc__)
     table = pd.read_csv(os.path.join(sys.argv[1], "loss_by_stream_position.csv"))
-    for pair in sys.argv[2:]:
+    pairs = sys.argv[2:]
+    if pairs[:1] == ["--seed"]:
+        table = table[table["train.seed"] == int(pairs[1])]
+        pairs = pairs[2:]
+    for pair in pairs:
         a_spec, b_spec = pair.split("=")
         a, b = read(table, a_spec), read(table, b_spec)
         both = a.index.intersection(b.index)
