@@ -53,7 +53,7 @@ def draw_profile(ax, profile, info):
                 color=colours(layer / max(1, layers)),
                 label=f"layer {layer}" if head == 0 else None)
     uniform = profile[(profile["layer"] == 0) & (profile["head"] == 0)]
-    ax.plot(uniform["query"], uniform["uniform_mass"], "k--", lw=1, label="uniform 1/(i+1)")
+    ax.plot(uniform["query"], uniform["uniform_mass"], "k--", lw=1, label="uniform (1 / keys seen)")
     ax.axvline(info["first_query"], color="grey", lw=0.5)
     ax.set_yscale("log")
     ax.set_ylim(1e-4, 1.5)

@@ -72,6 +72,7 @@ void check_same(const Config& a, const Config& b) {
   CHECK(a.model.pre_ln == b.model.pre_ln);
   CHECK(a.model.tie_embeddings == b.model.tie_embeddings);
   CHECK(a.model.sink_logit == b.model.sink_logit);
+  CHECK(a.model.sink_token == b.model.sink_token);
   CHECK(a.model.init_std == b.model.init_std);
   CHECK(a.encoding.type == b.encoding.type);
   const bool same_options = a.encoding.options.values() == b.encoding.options.values();

@@ -544,7 +544,8 @@ CLI::App* add_sinks_command(CLI::App& app, SinksOptions& sinks_options) {
       ->type_name("OUT");
   sinks->footer(
       "Loads DIR/config.toml and DIR/checkpoint/, cuts the split's first windows x window bytes\n"
-      "into windows, reads each as a fresh segment (positions 0..window-1, no memory, 1 thread)\n"
+      "into windows, reads each as a fresh segment (positions 0..window-1, no memory, 1 thread;\n"
+      "with model.sink_token: [SINK, window] at 0..window, key 0 is the sink token)\n"
       "and writes into OUT:\n"
       "  sink_heads.csv    per (layer, head): mean weight on key 0 over queries FIRST..window-1,\n"
       "                    the same for uniform attention (1 / keys seen), their ratio, sink\n"

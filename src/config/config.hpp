@@ -24,6 +24,15 @@ struct ModelConfig {
   // softmax denominator with no value, P_ij = exp(S_ij) / (exp(s_h) + sum_j' exp(S_ij')), so a
   // query may attend to "nothing". Starts at 0 (softmax_1) and trains, without weight decay.
   bool sink_logit = false;
+  // A prepended learned sink token (Xiao et al. 2023, section 3.3: "a learnable placeholder
+  // token" at the start of every pre-training sample): one extra vocabulary id, vocab_size, with
+  // its own embedding row (the table is [vocab_size + 1, d]; the output layer stays over the
+  // vocab_size bytes, so the sink is never predicted). Every sequence the model starts with an
+  // empty memory, in training and in evaluation, reads [SINK, x_0 .. x_{L-1}]: L + 1 positions,
+  // the sink at position 0 (offset + 0) and x_i at offset + i + 1; the sink's own output is not
+  // scored, so the scored predictions are exactly those without it (model/transformer.hpp).
+  // Language models without memory in training (checked by the config loader).
+  bool sink_token = false;
   double init_std = 0.02;      // N(0, init_std) for weight matrices and tables
 };
 

@@ -387,6 +387,7 @@ const std::vector<Field>& schema() {
       KEY(model, pre_ln, anything()),
       KEY(model, tie_embeddings, anything()),
       KEY(model, sink_logit, anything()),
+      KEY(model, sink_token, anything()),
       KEY(model, init_std, greater_than(0)),
 
       KEY(memory, mem_len, at_least(0)),
@@ -725,13 +726,47 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
   // Positions the run will need exist. Randomized positions (Ruoss et al. 2023) sample the
   // M + L key positions of a window from [0, train.max_position).
   const auto& t = config.train;
-  if (t.randomized_positions && t.max_position < std::int64_t(t.seq_len) + config.memory.mem_len)
+  const std::int64_t sink = m.sink_token ? 1 : 0;  // the prepended sink takes a position too
+  if (t.randomized_positions &&
+      t.max_position < std::int64_t(t.seq_len) + config.memory.mem_len + sink)
     fail(blame({"train.max_position", "train.randomized_positions", "train.seq_len",
-                "memory.mem_len"}),
+                "memory.mem_len", "model.sink_token"}),
          "train.max_position (" + std::to_string(t.max_position) +
-             ") must be at least train.seq_len + memory.mem_len (" +
-             std::to_string(std::int64_t(t.seq_len) + config.memory.mem_len) +
+             ") must be at least train.seq_len + memory.mem_len" +
+             (sink ? std::string(" + 1 (model.sink_token)") : std::string()) + " (" +
+             std::to_string(std::int64_t(t.seq_len) + config.memory.mem_len + sink) +
              ") with train.randomized_positions: a window samples that many distinct positions");
+  // The prepended sink token (model.sink_token; model/transformer.hpp): a learned token at the
+  // start of every sequence read from an empty memory. Training rows and evaluation rows each
+  // start a sequence; a memory would carry a row's states into the next one, which then starts
+  // without its sink, so memory is off in training and in the chunked evaluations (the
+  // streaming evaluation keeps the sink as the first cached entry, eval/streaming_cache.hpp).
+  if (m.sink_token) {
+    auto sink_fail = [&](const std::vector<std::string>& keys, const std::string& why) {
+      std::vector<std::string> blamed = keys;
+      blamed.push_back("model.sink_token");
+      fail(blame(blamed), keys.front() + ": " + why + " (model.sink_token = true)");
+    };
+    if (config.task.name != "lm")
+      sink_fail({"task.name"}, "the prepended sink token is for language models (task.name = "
+                               "\"lm\"), not task '" + config.task.name + "'");
+    if (config.memory.mem_len > 0)
+      sink_fail({"memory.mem_len"},
+                "the sink token is prepended to every training row, which a memory would "
+                "continue without it: set memory.mem_len = 0 (got " +
+                    std::to_string(config.memory.mem_len) + ")");
+    if (config.eval.mem_len > 0)
+      sink_fail({"eval.mem_len"}, "the chunked evaluation reads rows that each start with the "
+                                  "sink, without memory: set eval.mem_len to 0 or -1 (got " +
+                                      std::to_string(config.eval.mem_len) + ")");
+    if (!config.eval.memory_factors.empty())
+      sink_fail({"eval.memory_factors"},
+                "state reuse continues rows without their sink; leave eval.memory_factors empty");
+    if (t.pose_target_len > 0)
+      sink_fail({"train.pose_target_len"},
+                "PoSE chooses every position of a row itself, the sink's has no place in it; "
+                "set train.pose_target_len = 0");
+  }
   // PoSE (data/pose_sampling.hpp): the ids skip from [0, L) to cover [0, L'), L' > L, in the
   // rows of a text stream without memory.
   if (t.pose_target_len > 0) {

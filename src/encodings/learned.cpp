@@ -80,6 +80,8 @@ std::optional<ConfigProblem> max_len_covers_positions(const Config& config) {
                                             : "train.seq_len";
   if (t.pose_target_len > needed)  // PoSE's ids reach pose_target_len - 1
     needed = t.pose_target_len, what = "train.pose_target_len";
+  if (config.model.sink_token && !t.randomized_positions)  // the sink at 0, x_i at i + 1
+    needed += 1, what += " + 1 (model.sink_token)";
   if (max_len >= needed) return std::nullopt;
   return ConfigProblem{{"encoding.max_len", what},
                        "encoding.max_len (" + std::to_string(max_len) + ") must be at least " +

@@ -40,6 +40,10 @@ PooledAttention pooled_attention(TransformerLM<float>& model, const std::int32_t
   const int M = memory_len, L = length, H = model.config().n_heads;
   const std::int32_t* memory = tokens;
   const std::int32_t* input = memory + M;
+  if (model.config().sink_token)  // its maps would carry the sink's extra column
+    throw std::invalid_argument("poslab explore: the run has model.sink_token = true, whose maps would "
+                                "carry the sink's extra column; not supported (the mass on the "
+                                "sink per head: poslab sinks)");
   // 1. The memory, then the input at position M; targets are the next tokens.
   model.reset_memory(1);
   if (M > 0) model.forward(memory, memory + 1, nullptr, 1, M, 0, true);

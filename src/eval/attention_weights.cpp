@@ -35,6 +35,10 @@ std::vector<std::int32_t> byte_tokens(const std::string& text, int vocab_size,
 AttentionWeights attention_weights(TransformerLM<float>& model,
                                    const std::vector<std::int32_t>& memory,
                                    const std::vector<std::int32_t>& input) {
+  if (model.config().sink_token)  // its maps would carry the sink's extra column
+    throw std::invalid_argument("poslab attention: the run has model.sink_token = true, whose maps would "
+                                "carry the sink's extra column; not supported (the mass on the "
+                                "sink per head: poslab sinks)");
   // 1. The memory text, if any, fills the memory (as much of it as the model keeps).
   model.reset_memory(1);
   if (!memory.empty()) {

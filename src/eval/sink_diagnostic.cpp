@@ -71,22 +71,26 @@ SinkDiagnostic attention_sink_diagnostic(TransformerLM<float>& model,
     targets.push_back(in[long(B) * L - 1]);
     model.reset_memory();
     model.forward(in, targets.data(), nullptr, B, L, 0, /*update_memory=*/false);
+    // With a prepended sink token (model.sink_token) the model read [SINK, window]: L + 1
+    // columns, and key 0 is the sink; the window's token i is column i + 1.
+    const int s = model.sink_prepended() ? 1 : 0;
     const AttentionGeometry& g = model.geometry();
-    if (g.mem_len != 0 || g.k_len != L || g.q_len != L)
+    if (g.mem_len != 0 || g.k_len != L + s || g.q_len != L + s)
       throw std::logic_error("sink diagnostic: expected keys = queries = window, no memory");
     for (int n = 0; n < N; ++n) {
-      const auto& P = model.block(n).attn.probs();  // [B, H, L, K = L]
+      const auto& P = model.block(n).attn.probs();  // [B, H, L + s, K = L + s]
       for (int b = 0; b < B; ++b)
         for (int h = 0; h < H; ++h)
-          for (int i = 0; i < L; ++i) r.profile[n][h][i] += P(b, h, i, 0);  // mass on key 0
+          for (int i = 0; i < L; ++i) r.profile[n][h][i] += P(b, h, i + s, 0);  // on key 0
     }
   }
 
   // a(i) = the sums / W;  u(i) = 1 / n_i;  the summaries over queries [first_query, L).
   r.uniform.resize(L);
   const AttentionGeometry& g = model.geometry();
+  const int s = model.sink_prepended() ? 1 : 0;  // token i is column i + s
   for (int i = 0; i < L; ++i)
-    r.uniform[i] = 1.0 / double(g.last_visible(i) - g.first_visible(i) + 1);
+    r.uniform[i] = 1.0 / double(g.last_visible(i + s) - g.first_visible(i + s) + 1);
   const int Q = L - first_query;
   for (int i = first_query; i < L; ++i) r.uniform_mass += r.uniform[i] / Q;
   r.first_key_mass.assign(N, std::vector<double>(H, 0.0));

@@ -21,6 +21,10 @@
 //
 //   first_key_mass = mean_i a_{n,h}(i)      uniform_mass = mean_i u(i)      ratio = the quotient
 //
+// A model with a prepended sink token (model.sink_token) reads every window as [SINK, window]:
+// key 0 is then the sink, query i (the window's token i) sees n_i = i + 2 keys, and the profile
+// stays indexed by the window's tokens.
+//
 // A head that parks all its attention on key 0 reads first_key_mass = 1; a head that spreads it
 // evenly reads uniform_mass (about 0.022 for the second half of a window of 64). The default
 // first_query = window / 2 leaves out the early queries, which see few keys, so that "mass on

@@ -53,19 +53,29 @@ class PassState {
   bool inference_only_, randomized_;
 };
 
+// With a prepended sink token (model.sink_token) the stream the model reads is [SINK, tokens]:
+// token t is stream entry u = t + 1, and the sink is entry 0 (the model prepends it on the
+// first step, whose memory is empty). Without one, u = t.
+int sink_offset(const TransformerLM<float>& model) { return model.config().sink_token ? 1 : 0; }
+
 // sinks, window: token by token, the memory of S + R rows keeping its first S (S = 0: window).
 StreamResult read_with_cache(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
                              int sinks, int recent, StreamPositions positions, long first_target) {
   const auto T = static_cast<std::int64_t>(tokens.size());
+  const int off = sink_offset(model);
   StreamResult r;
   r.first_target = first_target;
   const auto start = Clock::now();
   PassState state(model, sinks + recent, sinks);
   for (std::int64_t t = 0; t + 1 < T; ++t) {  // input tokens[t], target tokens[t + 1]
-    // Before the step the memory holds M = min(t, S + R) rows: tokens 0..t-1 while t <= S + R,
-    // then the sinks 0..S-1 and the recent t-R..t-1 (Block::update_memory evicted the rest).
-    const std::vector<std::int64_t> pos = stream_step_positions(positions, sinks, recent, t);
-    if (std::int64_t(model.memory_rows()) + 1 != std::int64_t(pos.size()))
+    // Before the step the memory holds M = min(u, S + R) rows (u = t + off, the stream entry of
+    // token t): entries 0..u-1 while u <= S + R, then the sinks 0..S-1 and the recent u-R..u-1
+    // (Block::update_memory evicted the rest). On the first step of a model with a sink token
+    // the memory is empty and the model prepends the sink: entry 0 of the keys [1 + 1].
+    const std::int64_t u = t + off;
+    const std::vector<std::int64_t> pos = stream_step_positions(positions, sinks, recent, u);
+    const int prepended = (off == 1 && t == 0) ? 1 : 0;
+    if (std::int64_t(model.memory_rows()) + prepended + 1 != std::int64_t(pos.size()))
       throw std::logic_error("streaming cache: the memory holds " +
                              std::to_string(model.memory_rows()) + " rows at step " +
                              std::to_string(t) + ", the cache policy " +
@@ -84,14 +94,16 @@ StreamResult read_with_cache(TransformerLM<float>& model, const std::vector<std:
 StreamResult read_dense(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
                         int segment, long first_target) {
   const auto T = static_cast<std::int64_t>(tokens.size());
+  const int off = sink_offset(model);  // the sink token, if any, is stream entry 0
   StreamResult r;
   r.first_target = first_target;
   const auto start = Clock::now();
-  PassState state(model, int(T), /*sinks=*/0);
+  PassState state(model, int(T) + off, /*sinks=*/0);
   std::vector<std::int64_t> pos;
   for (std::int64_t t0 = 0; t0 + 1 < T; t0 += segment) {
     const int len = int(std::min<std::int64_t>(segment, T - 1 - t0));  // inputs t0 .. t0+len-1
-    pos.resize(std::size_t(t0 + len));  // keys: memory 0..t0-1, then the segment t0..t0+len-1
+    // keys: memory (the sink) and 0..t0-1, then the segment t0..t0+len-1, at entries 0..
+    pos.resize(std::size_t(off + t0 + len));
     std::iota(pos.begin(), pos.end(), std::int64_t(0));
     model.forward(&tokens[std::size_t(t0)], &tokens[std::size_t(t0 + 1)], nullptr, 1, len, 0,
                   /*update_memory=*/true, pos.data());
@@ -110,6 +122,7 @@ StreamResult read_dense(TransformerLM<float>& model, const std::vector<std::int3
 StreamResult read_with_memory(TransformerLM<float>& model, const std::vector<std::int32_t>& tokens,
                               int segment, int memory, long first_target) {
   const auto T = static_cast<std::int64_t>(tokens.size());
+  const int off = sink_offset(model);  // the sink token, if any, is stream entry 0
   StreamResult r;
   r.first_target = first_target;
   const auto start = Clock::now();
@@ -118,8 +131,9 @@ StreamResult read_with_memory(TransformerLM<float>& model, const std::vector<std
   for (std::int64_t t0 = 0; t0 + 1 < T; t0 += segment) {
     const int len = int(std::min<std::int64_t>(segment, T - 1 - t0));  // inputs t0 .. t0+len-1
     const auto cached = std::int64_t(model.memory_rows());             // M' = min(t0, memory)
-    pos.resize(std::size_t(cached + len));  // keys [M' + len]: memory, then the segment
-    std::iota(pos.begin(), pos.end(), t0 - cached);
+    const int prepended = (off == 1 && t0 == 0) ? 1 : 0;  // the sink, on the first segment
+    pos.resize(std::size_t(cached + prepended + len));  // keys: memory, (sink,) the segment
+    std::iota(pos.begin(), pos.end(), t0 + off - cached - prepended);
     model.forward(&tokens[std::size_t(t0)], &tokens[std::size_t(t0 + 1)], nullptr, 1, len, 0,
                   /*update_memory=*/true, pos.data());
     for (int i = 0; i < len; ++i)  // target t0 + i + 1
@@ -212,7 +226,9 @@ StreamResult evaluate_stream_cache(TransformerLM<float>& model,
   switch (mode) {
     case StreamMode::sinks: r = read_with_cache(model, tokens, S, R, o.positions, first); break;
     case StreamMode::window: r = read_with_cache(model, tokens, 0, S + R, o.positions, first); break;
-    case StreamMode::recompute: r = read_recomputing(model, tokens, S + R + 1, o.batch, first); break;
+    case StreamMode::recompute:  // with a sink token, each window is [SINK, S + R tokens]
+      r = read_recomputing(model, tokens, S + R + 1 - sink_offset(model), o.batch, first);
+      break;
     case StreamMode::dense: r = read_dense(model, tokens, o.dense_segment, first); break;
     case StreamMode::memory:
       r = read_with_memory(model, tokens, o.dense_segment, S + R, first);

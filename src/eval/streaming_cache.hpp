@@ -47,6 +47,12 @@
 //              positions. A token sees between M and M + segment - 1 earlier tokens; evicted
 //              tokens still reach it through the deeper layers' cached states, as in recompute.
 //
+// A model with a prepended sink token (model.sink_token; model/transformer.hpp) reads the stream
+// [SINK, tokens]: the sink is stream entry 0 and token t is entry t + 1, in the cache, in its
+// positions and in the S kept entries (S = 1 keeps the sink token alone, S = 0 evicts it);
+// recompute's windows are [SINK, the last S + R tokens], S + R + 1 keys as in the other modes.
+// The scored targets are the same tokens as without it.
+//
 // Scored targets: tokens[first_target .. T-1]. The evaluation plan uses first_target = S + R + 1,
 // the first prediction made with a full cache (before it the four modes see the same keys).
 #pragma once

@@ -14,6 +14,23 @@
 // give the keys' positions outright, memory rows first, then the segment, whose positions the
 // queries share: PoSE's skipping ids (data/pose_batcher.hpp, no memory) and the streaming
 // cache's positions (eval/streaming_cache.hpp: sinks and recent tokens in memory).
+//
+// The prepended sink token (model.sink_token; Xiao et al. 2023, section 3.3, "pre-training with
+// a learnable sink token"). The paper adds "a learnable placeholder token" at the start of every
+// pre-training sample, so that one token, not the first few of the text, becomes the attention
+// sink a streaming cache keeps. Here it is one extra vocabulary id, SINK = vocab_size, with its
+// own row of E ([V + 1, d]; the output layer still scores only the V real tokens). Whenever a
+// forward pass starts from an empty memory (every training row, every evaluation row, the first
+// step of a stream) the model reads
+//
+//   input    [SINK, x_0, x_1, ..., x_{L-1}]         L + 1 columns              [B, L + 1]
+//   position  offset + 0, offset + 1, ..., offset + L   (given positions: [1 + L], the sink's first)
+//   target    (none), x_1, x_2, ..., x_L             the sink's output is not scored
+//
+// so the L scored predictions are the same as without the sink, each with one more key in view:
+// the sink. Logits and token losses stay [B L] (the sink's column is dropped before the output
+// layer and gets no gradient from it). With memory already filled (a stream's later steps), the
+// sink is not prepended again: it is the memory's first row.
 #pragma once
 
 #include <cmath>
@@ -63,7 +80,8 @@ class TransformerLM {
     const std::size_t V = model.vocab_size, d = model.d_model;
     if (model.d_model % model.n_heads != 0)
       throw std::invalid_argument("model.d_model must be divisible by model.n_heads");
-    E_ = arena_.add("embedding", {V, d});
+    // E [V, d], or [V + 1, d] with the sink token's row V last.
+    E_ = arena_.add("embedding", {V + (model.sink_token ? 1 : 0), d});
     const EncodingShape shape{model.d_model, model.n_heads, model.d_model / model.n_heads,
                               model.n_layers};
     encoding_ = make_encoding(shape, arena_);
@@ -82,15 +100,17 @@ class TransformerLM {
   void init(std::uint64_t seed) {
     Rng rng(seed);
     const double std = cfg_.init_std;
-    auto normal = [&](Param p) {
-      T* w = arena_.value(p);
-      for (std::size_t i = 0; i < p.size; ++i) w[i] = T(rng.normal(0.0, std));
+    auto normal = [&](T* w, std::size_t n) {
+      for (std::size_t i = 0; i < n; ++i) w[i] = T(rng.normal(0.0, std));
     };
-    normal(E_);
+    const std::size_t V = cfg_.vocab_size, d = cfg_.d_model;
+    normal(arena_.value(E_), V * d);  // the V token rows
     for (auto& b : blocks_) b->init(rng, std);
     if (ln_f_) ln_f_->init();
-    if (!cfg_.tie_embeddings) normal(W_out_);
+    if (!cfg_.tie_embeddings) normal(arena_.value(W_out_), W_out_.size);
     encoding_->init(arena_, rng);
+    // The sink token's row, drawn last: every other parameter starts as without the sink.
+    if (cfg_.sink_token) normal(arena_.value(E_) + V * d, d);
   }
 
   // Runs one segment. tokens, targets [B, L]; weights [B, L] or nullptr (all 1).
@@ -99,24 +119,37 @@ class TransformerLM {
   // memory_rows() at the call: the position ids of the keys, the M memory rows first, then the
   // segment's columns (the queries' positions), the same for every row. Without memory that is
   // [L] (PoSE). They take the place of position_offset, randomized positions and same_length's
-  // window (the caller chose the keys). Returns the weighted mean loss.
+  // window (the caller chose the keys). With the sink token prepended (model.sink_token and an
+  // empty memory, sink_prepended()) they are [1 + L], the sink's first. Returns the weighted
+  // mean loss.
   double forward(const std::int32_t* tokens, const std::int32_t* targets, const T* weights, int B,
                  int L, std::int64_t position_offset = 0, bool update_memory = true,
                  const std::int64_t* positions = nullptr) {
     const int d = cfg_.d_model, V = cfg_.vocab_size;
     if (blocks_.empty() || blocks_[0]->memory_batch() != B) reset_memory(B);
     const int M = blocks_.empty() ? 0 : blocks_[0]->memory_rows();
+    // The sink token starts every sequence read from an empty memory (top of this file).
+    sink_prepended_ = cfg_.sink_token && M == 0;
+    const int Lin = L + (sink_prepended_ ? 1 : 0);  // columns the blocks read
     if (positions)
-      set_given_geometry(B, L, M, positions);
+      set_given_geometry(B, Lin, M, positions);
     else
-      set_geometry(B, L, M, position_offset);
+      set_geometry(B, Lin, M, position_offset);
     const std::size_t sB = B, sL = L, sd = d;
-    ensure_shape(x_, {std::size_t(cfg_.n_layers + 1), sB * sL, sd});
-    tokens_.assign(tokens, tokens + long(B) * L);
+    ensure_shape(x_, {std::size_t(cfg_.n_layers + 1), sB * std::size_t(Lin), sd});
+    if (sink_prepended_) {  // tokens_ [B, L + 1] = [SINK, x_0 .. x_{L-1}] per row
+      tokens_.resize(std::size_t(B) * Lin);
+      for (int b = 0; b < B; ++b) {
+        tokens_[std::size_t(b) * Lin] = sink_id();
+        std::copy_n(tokens + long(b) * L, L, tokens_.begin() + long(b) * Lin + 1);
+      }
+    } else {
+      tokens_.assign(tokens, tokens + long(B) * L);
+    }
 
     // x_0 = sqrt(d) E[tokens] + (a) PE
     T* x0 = layer_input(0);
-    embedding_forward<T>(tokens, arena_.value(E_), x0, B * L, d, embed_scale());
+    embedding_forward<T>(tokens_.data(), arena_.value(E_), x0, B * Lin, d, embed_scale());
     encoding_->embed_forward(geometry_, x0);
     for (int n = 0; n < cfg_.n_layers; ++n)
       blocks_[n]->forward(layer_input(n), geometry_, *encoding_, layer_input(n + 1),
@@ -128,6 +161,13 @@ class TransformerLM {
 
     // Output layer and loss.
     const T* top = layer_input(cfg_.n_layers);
+    if (sink_prepended_) {  // the token columns 1..L of each row, [B L, d]: the sink's is dropped
+      ensure_shape(top_tokens_, {sB * sL, sd});
+      for (int b = 0; b < B; ++b)
+        std::copy_n(top + (long(b) * Lin + 1) * d, long(L) * d,
+                    top_tokens_.data() + long(b) * L * d);
+      top = top_tokens_.data();
+    }
     if (ln_f_) {
       ensure_shape(final_, {sB * sL, sd});
       ln_f_->forward(top, final_.data(), B * L);
@@ -156,13 +196,18 @@ class TransformerLM {
     if (last_forward_inference_)
       throw std::logic_error("backward() after an evaluation-only forward pass (the attention "
                              "weights it needs were not kept)");
-    const int B = geometry_.batch, L = geometry_.q_len, d = cfg_.d_model, V = cfg_.vocab_size;
+    const int B = geometry_.batch, Lin = geometry_.q_len, d = cfg_.d_model, V = cfg_.vocab_size;
+    const int L = Lin - (sink_prepended_ ? 1 : 0);  // scored columns (the sink's is not)
     const int N = B * L;
     const std::size_t sN = N, sd = d;
-    ensure_shape(dx_, {std::size_t(cfg_.n_layers + 1), sN, sd});
+    ensure_shape(dx_, {std::size_t(cfg_.n_layers + 1), std::size_t(B) * Lin, sd});
     parallel_fill(dx_.data(), long(dx_.size()), T(0));
-    T* dtop = dlayer(cfg_.n_layers);
-    const T* top = ln_f_ ? final_.data() : layer_input(cfg_.n_layers);
+    // With the sink, the output layer saw the gathered token rows top_tokens_ [N, d]: their
+    // gradient goes to dtop_tokens_ first, then into the token columns of dlayer(n_layers).
+    if (sink_prepended_) ensure_zeros(dtop_tokens_, {sN, sd});
+    T* dtop = sink_prepended_ ? dtop_tokens_.data() : dlayer(cfg_.n_layers);
+    const T* top_in = sink_prepended_ ? top_tokens_.data() : layer_input(cfg_.n_layers);
+    const T* top = ln_f_ ? final_.data() : top_in;
     if (ln_f_) ensure_zeros(dfinal_, {sN, sd});
     T* dtop_pre = ln_f_ ? dfinal_.data() : dtop;
     // logits = top W_out + b  (or top E^T + b)
@@ -177,11 +222,16 @@ class TransformerLM {
       linear_backward<T>(dlogits_.data(), top, arena_.value(W_out_), dtop_pre,
                          arena_.grad(W_out_), arena_.grad(b_out_), N, d, V);
     }
-    if (ln_f_) ln_f_->backward(dfinal_.data(), layer_input(cfg_.n_layers), dtop, N);
+    if (ln_f_) ln_f_->backward(dfinal_.data(), top_in, dtop, N);
+    if (sink_prepended_)  // scatter into the token columns 1..L; the sink's column stays 0
+      for (int b = 0; b < B; ++b)
+        std::copy_n(dtop + long(b) * L * d, long(L) * d,
+                    dlayer(cfg_.n_layers) + (long(b) * Lin + 1) * d);
     for (int n = cfg_.n_layers - 1; n >= 0; --n)
       blocks_[n]->backward(dlayer(n + 1), geometry_, *encoding_, dlayer(n));
     encoding_->embed_backward(geometry_, dlayer(0));
-    embedding_backward<T>(tokens_.data(), dlayer(0), arena_.grad(E_), N, d, embed_scale());
+    // dE[token] += sqrt(d) dx_0, the sink's row included
+    embedding_backward<T>(tokens_.data(), dlayer(0), arena_.grad(E_), B * Lin, d, embed_scale());
   }
 
   // Evaluation only: forward passes from now on keep nothing for backward, and all layers share
@@ -257,6 +307,12 @@ class TransformerLM {
     return was;
   }
   int mem_len() const { return memory_cfg_.mem_len; }
+  // The prepended sink token (top of this file): its id (vocab_size, the row after the V token
+  // rows of E), and whether the last forward pass put it in front of its rows (the model has
+  // one and the memory was empty). Then geometry() and the attention weights have L + 1
+  // columns, the sink's first; logits() and token_loss() never include it.
+  std::int32_t sink_id() const { return cfg_.vocab_size; }
+  bool sink_prepended() const { return sink_prepended_; }
   int memory_rows() const { return blocks_.empty() ? 0 : blocks_[0]->memory_rows(); }
 
   ParameterArena<T>& arena() { return arena_; }
@@ -331,9 +387,11 @@ class TransformerLM {
 
   AttentionGeometry geometry_;
   std::vector<std::int64_t> q_pos_, k_pos_;
-  std::vector<std::int32_t> tokens_;
+  std::vector<std::int32_t> tokens_;  // [B, L] or, with the sink prepended, [B, L + 1]
+  bool sink_prepended_ = false;
   xt::xtensor<T, 3> x_, dx_;
   xt::xtensor<T, 2> final_, dfinal_, logits_, dlogits_;
+  xt::xtensor<T, 2> top_tokens_, dtop_tokens_;  // sink prepended: the token rows [B L, d]
   xt::xtensor<T, 1> token_loss_;
   bool inference_only_ = false, last_forward_inference_ = false;
   InferenceScratch<T> inference_;  // shared by all layers' evaluation-only attention

@@ -7,7 +7,8 @@
 //   1. Reads RUN/config.toml and RUN/checkpoint/ (the model exactly as trained).
 //   2. Takes the split (--split, default the run's eval.split) as one stream of bytes and cuts
 //      its first W * window bytes into W windows (--windows, --window, default train.seq_len).
-//   3. Reads each window as a fresh segment at positions 0..window-1 and averages, per layer,
+//   3. Reads each window as a fresh segment at positions 0..window-1 (a model with a sink token,
+//      model.sink_token: [SINK, window] at 0..window, key 0 the sink) and averages, per layer,
 //      head and query, the weight on key 0 (sink_diagnostic.hpp has the formulas).
 //
 // Output, in --out (default RUN/sinks/):
@@ -96,6 +97,7 @@ int run_sinks(const SinksOptions& options, std::ostream& out) {
       {"n_layers", d.layers},
       {"n_heads", d.heads},
       {"sink_logit", cfg.model.sink_logit},
+      {"sink_token", cfg.model.sink_token},  // then key 0 is the prepended sink token
       {"train_seq_len", cfg.train.seq_len},
       {"split", split_name},
       {"window", d.window},
@@ -110,7 +112,10 @@ int run_sinks(const SinksOptions& options, std::ostream& out) {
 
   out << "poslab sinks: '" << cfg.encoding.type << "', " << d.layers << " layers x " << d.heads
       << " heads; " << d.windows << " windows of " << d.window << " bytes of the " << split_name
-      << " split, queries " << d.first_query << ".." << d.window - 1 << "\n"
+      << " split, queries " << d.first_query << ".." << d.window - 1
+      << (cfg.model.sink_token ? " (each window read as [SINK, window]: key 0 is the sink token)"
+                               : "")
+      << "\n"
       << std::fixed << std::setprecision(3);
   for (int n = 0; n < d.layers; ++n) {
     out << "  layer " << n << ": mass on key 0 by head";
