@@ -3,6 +3,7 @@
 gathered by `poslab run` into STUDY/passkey_curve.csv (one row per run, read and cell).
 
     /usr/bin/python3 notebooks/passkey_curve.py STUDY_DIR [--runs REGEX] [--metric M] [--gate G]
+                                                [--out NAME]
     /usr/bin/python3 notebooks/passkey_curve.py --self-test
 
 Writes, into STUDY_DIR:
@@ -17,7 +18,9 @@ Writes, into STUDY_DIR:
                                  minimum and mean over the depths
 --runs keeps the runs whose name matches REGEX (re.search). The metric is
 greedy_exact_match (the study gate's) unless --metric names another column of the curve
-(exact_match, digit_accuracy); the gate is 0.9 unless --gate says otherwise.
+(exact_match, digit_accuracy); the gate is 0.9 unless --gate says otherwise. --out NAME writes
+NAME.png / .svg and NAME_crossings.csv into STUDY_DIR instead (say, a second metric's figure
+beside the first).
 """
 import argparse
 import os
@@ -151,6 +154,7 @@ def main(argv):
     parser.add_argument("--runs", default=None)
     parser.add_argument("--metric", default="greedy_exact_match", choices=METRICS)
     parser.add_argument("--gate", type=float, default=0.9)
+    parser.add_argument("--out", default="passkey_curve")
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args(argv[1:])
     if args.self_test:
@@ -160,10 +164,12 @@ def main(argv):
         parser.error("give STUDY_DIR (or --self-test)")
     curve = read_curve(args.study_dir, args.runs)
     found = crossings(curve, args.metric, args.gate)
-    table = os.path.join(args.study_dir, "passkey_curve_crossings.csv")
+    if os.path.basename(args.out) != args.out or not args.out:
+        parser.error(f"--out {args.out!r}: a file name without a directory (written into STUDY_DIR)")
+    table = os.path.join(args.study_dir, args.out + "_crossings.csv")
     found.to_csv(table, index=False)
     print(table)
-    for path in draw(curve, found, os.path.join(args.study_dir, "passkey_curve"), args.metric,
+    for path in draw(curve, found, os.path.join(args.study_dir, args.out), args.metric,
                      args.gate):
         print(path)
     return 0
