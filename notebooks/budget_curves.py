@@ -80,9 +80,10 @@ def draw(reads, out_base, gate=0.9):
         ax.set_ylim(-0.03, 1.03)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("greedy exact match\n(solid: mean over depths, dotted: min)", fontsize=8)
-    axes[0][-1].legend(fontsize=6.5, loc="center right")
+    handles = [plt.Line2D([], [], color=colours(i % 10), lw=1.6) for i in range(len(runs))]
+    fig.legend(handles, runs, fontsize=7, loc="center right")  # every run, whatever it reads
     fig.suptitle("passkey retrieval during training, validation split", fontsize=9)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1 - 2.3 / fig.get_figwidth(), 1))
     paths = [out_base + ".png", out_base + ".svg"]
     for p in paths:
         fig.savefig(p, dpi=110)
