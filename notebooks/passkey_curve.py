@@ -3,6 +3,7 @@
 gathered by `poslab run` into STUDY/passkey_curve.csv (one row per run, read and cell).
 
     /usr/bin/python3 notebooks/passkey_curve.py STUDY_DIR [--runs REGEX] [--metric M] [--gate G]
+                                                [--out NAME] [--columns factor|seq_len]
     /usr/bin/python3 notebooks/passkey_curve.py --self-test
 
 Writes, into STUDY_DIR:
@@ -17,7 +18,10 @@ Writes, into STUDY_DIR:
                                  minimum and mean over the depths
 --runs keeps the runs whose name matches REGEX (re.search). The metric is
 greedy_exact_match (the study gate's) unless --metric names another column of the curve
-(exact_match, digit_accuracy); the gate is 0.9 unless --gate says otherwise.
+(exact_match, digit_accuracy); the gate is 0.9 unless --gate says otherwise. --out NAME writes
+NAME.png / .svg and NAME_crossings.csv into STUDY_DIR instead (say, a second metric's figure
+beside the first). --columns seq_len gives one column per length in bytes instead of per factor
+(for runs trained at different lengths, whose factors name different lengths).
 """
 import argparse
 import os
@@ -74,9 +78,9 @@ def crossings(curve, metric="greedy_exact_match", gate=0.9):
     return pd.DataFrame(rows)
 
 
-def draw(curve, found, out_base, metric="greedy_exact_match", gate=0.9):
+def draw(curve, found, out_base, metric="greedy_exact_match", gate=0.9, columns="factor"):
     runs = list(dict.fromkeys(curve["run"]))
-    factors = sorted(curve["factor"].unique())
+    factors = sorted(curve[columns].unique())  # the column values: factors or lengths
     fig, axes = plt.subplots(len(runs), len(factors), squeeze=False, sharey=True,
                              figsize=(4.2 * len(factors), 2.3 * len(runs) + 0.6))
     depths = sorted(curve["depth"].unique())
@@ -84,10 +88,11 @@ def draw(curve, found, out_base, metric="greedy_exact_match", gate=0.9):
     for r, run in enumerate(runs):
         for f, factor in enumerate(factors):
             ax = axes[r][f]
-            part = curve[(curve["run"] == run) & (curve["factor"] == factor)]
+            part = curve[(curve["run"] == run) & (curve[columns] == factor)]
             if part.empty:
                 ax.set_visible(False)
                 continue
+            run_factor = part["factor"].iloc[0]
             for i, depth in enumerate(depths):
                 d = part[part["depth"] == depth].sort_values("step")
                 ax.plot(d["step"], d[metric], lw=0.8, color=colours(i / max(1, len(depths) - 1)),
@@ -95,7 +100,7 @@ def draw(curve, found, out_base, metric="greedy_exact_match", gate=0.9):
             low = part.groupby("step")[metric].min()
             ax.plot(low.index, low.values, color="black", lw=2, label="min over depths")
             ax.axhline(gate, color="grey", ls="--", lw=0.8)
-            row = found[(found["run"] == run) & (found["factor"] == factor)].iloc[0]
+            row = found[(found["run"] == run) & (found["factor"] == run_factor)].iloc[0]
             if not np.isnan(row["reached"]):
                 ax.axvline(row["reached"], color="red", lw=0.8)
             if np.isnan(row["reached"]):
@@ -103,7 +108,7 @@ def draw(curve, found, out_base, metric="greedy_exact_match", gate=0.9):
             else:
                 held = "not held" if np.isnan(row["held"]) else f"held from {row['held']:,.0f}"
                 when = f">= {gate:g} first at {row['reached']:,.0f}, {held}"
-            ax.set_title(f"{run}\n{part['seq_len'].iloc[0]} bytes ({factor:g}x): {when}",
+            ax.set_title(f"{run}\n{part['seq_len'].iloc[0]} bytes ({run_factor:g}x): {when}",
                          fontsize=7.5)
             ax.set_ylim(-0.03, 1.03)
             ax.grid(alpha=0.3)
@@ -151,6 +156,8 @@ def main(argv):
     parser.add_argument("--runs", default=None)
     parser.add_argument("--metric", default="greedy_exact_match", choices=METRICS)
     parser.add_argument("--gate", type=float, default=0.9)
+    parser.add_argument("--out", default="passkey_curve")
+    parser.add_argument("--columns", default="factor", choices=("factor", "seq_len"))
     parser.add_argument("--self-test", action="store_true")
     args = parser.parse_args(argv[1:])
     if args.self_test:
@@ -160,11 +167,13 @@ def main(argv):
         parser.error("give STUDY_DIR (or --self-test)")
     curve = read_curve(args.study_dir, args.runs)
     found = crossings(curve, args.metric, args.gate)
-    table = os.path.join(args.study_dir, "passkey_curve_crossings.csv")
+    if os.path.basename(args.out) != args.out or not args.out:
+        parser.error(f"--out {args.out!r}: a file name without a directory (written into STUDY_DIR)")
+    table = os.path.join(args.study_dir, args.out + "_crossings.csv")
     found.to_csv(table, index=False)
     print(table)
-    for path in draw(curve, found, os.path.join(args.study_dir, "passkey_curve"), args.metric,
-                     args.gate):
+    for path in draw(curve, found, os.path.join(args.study_dir, args.out), args.metric,
+                     args.gate, args.columns):
         print(path)
     return 0
 

@@ -559,6 +559,53 @@ TEST_CASE("passkey mix: the compact prompt fits training rows of 64 bytes", "[pa
   CHECK(replaced < rows * 0.65);
 }
 
+TEST_CASE("passkey mix with PoSE: the instance rows take the batch's skipping ids", "[passkey]") {
+  // PoSE (train.pose_target_len) trains at L with ids that skip to cover L'. With the mix, an
+  // instance row is read at the batch's ids like the text rows beside it, so its question can
+  // lie up to L' - 1 positions after its key line. The loader used to refuse the pair.
+  const BandedCorpus file;
+  CHECK(load_pk("[train]\nseq_len = 64\npose_target_len = 256\npasskey_fraction = 0.5\n"
+                "[encoding]\ntype = \"rope\"\n[eval]\npasskey_format = \"compact\"\n")
+            .train.passkey_fraction == 0.5);
+  Config c = lm_config(file.path);
+  c.train.seq_len = 64;
+  c.train.batch_size = 8;
+  c.train.pose_target_len = 256;
+  c.eval.passkey_format = "compact";
+  auto pose = make_batch_source(c, SourceSpec{.split = Split::train, .len = 64});
+  c.train.passkey_fraction = 0.5;
+  auto mixed = make_batch_source(c, SourceSpec{.split = Split::train, .len = 64});
+  REQUIRE(dynamic_cast<const PasskeyMix*>(mixed.get()) != nullptr);
+  long replaced = 0, skipped = 0;
+  for (int t = 0; t < 20; ++t) {
+    Batch p, m;
+    pose->next(p);
+    mixed->next(m);
+    // The same PoSE draws with and without the mix: the ids, and every row not replaced.
+    REQUIRE(m.positions.size() == 64u);
+    CHECK(m.positions == p.positions);
+    CHECK(m.positions.back() < 256);
+    if (m.positions.back() > 63) ++skipped;
+    for (int row = 0; row < 8; ++row) {
+      const auto from = std::size_t(row) * 64;
+      if (std::equal(m.inputs.begin() + from, m.inputs.begin() + from + 64,
+                     p.inputs.begin() + from))
+        continue;
+      ++replaced;
+      std::string text(m.inputs.begin() + from, m.inputs.begin() + from + 64);
+      text += char(m.targets[from + 63]);
+      // The key line "\nkey is NNNNN.\n" somewhere, the question "\nkey is" and the key last.
+      const std::size_t key_at = text.find("\nkey is ");
+      REQUIRE(key_at < 52u);
+      CHECK(text.compare(key_at + 8, 5, text, 60, 5) == 0);
+      CHECK(text.compare(52, 8, "\nkey is ") == 0);
+    }
+  }
+  CHECK(replaced > 20 * 8 * 0.35);
+  CHECK(replaced < 20 * 8 * 0.65);
+  CHECK(skipped > 0);  // some batches do skip (u ~ U[0, 192] is 0 with probability 1/193)
+}
+
 TEST_CASE("passkey mix: the key line at each of the F + 1 positions equally often, laid out as "
           "the evaluation's instances", "[passkey]") {
   // At L = 64 the compact instance has F = 37 filler bytes, so the key line can follow 0..37 of

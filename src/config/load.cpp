@@ -795,9 +795,8 @@ void check_consistency(const Config& config, const Choice& encoding, const Choic
       pose_fail({"train.randomized_positions"},
                 "PoSE and randomized positions (its RandPos baseline) are two ways to choose "
                 "training positions; set only one");
-    if (t.passkey_fraction > 0)
-      pose_fail({"train.passkey_fraction"},
-                "passkey instances are not mixed into PoSE rows (set train.passkey_fraction = 0)");
+    // train.passkey_fraction > 0 is allowed: the instance rows take the batch's skipping ids
+    // (tasks/make_source.cpp).
   }
   if (t.init_optimizer && t.init_from.empty())
     fail(blame({"train.init_optimizer"}),

@@ -80,13 +80,18 @@ std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSp
                                split_name(spec.split) + " split (set data." +
                                (spec.split == Split::test ? "test" : "valid") + "_fraction > 0)");
     // PoSE (train.pose_target_len): training rows of two chunks with skipping position ids;
-    // evaluation reads the plain stream.
+    // evaluation reads the plain stream. With the passkey mix, PasskeyMix replaces whole rows
+    // and leaves the batch's position ids alone, so an instance row of L bytes is read at the
+    // same skipping ids as the text rows beside it: its key line and its question can lie up to
+    // L' - 1 positions apart (PoSE's point), though the instance is only L bytes long.
+    std::unique_ptr<BatchSource> stream;
     if (spec.split == Split::train && cfg.train.pose_target_len > 0)
-      return std::make_unique<PoseBatcher>(
+      stream = std::make_unique<PoseBatcher>(
           std::shared_ptr<const std::vector<std::int32_t>>(split, &tokens), cfg.train.batch_size,
           spec.len, cfg.train.pose_target_len, pose_variant_from_name(cfg.train.pose_variant),
           task_seed(cfg.train.seed, Split::train));
-    auto stream = std::make_unique<StreamBatcher>(tokens, cfg.train.batch_size, spec.len);
+    else
+      stream = std::make_unique<StreamBatcher>(tokens, cfg.train.batch_size, spec.len);
     if (spec.split != Split::train || !(cfg.train.passkey_fraction > 0)) return stream;
     return std::make_unique<PasskeyMix>(std::move(stream), make_passkey_generator(cfg, Split::train),
                                         cfg.train.passkey_fraction, cfg.train.seed);
