@@ -14,8 +14,10 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" MPLBACKEND=Agg
 # Every smoke runs from a scratch working directory and writes where its real version would
 # (experiments/pilots/X.toml -> results/pilots/X), so that a study that starts from another
 # study's run (train.init_from = "results/pilots/...", a relative path) finds that study's smoke
-# version: the smokes run in name order, parents' files first (context_extension_base before
-# context_extension_finetune), and the child's [smoke] uses the parent's [smoke] model.
+# version: the smokes run in name order, the files that start from another study's runs
+# (a line `init_from = "results/...`) after all others, so a parent's file runs first whatever
+# the names (retrieval_base_curve before finetune_budget), and the child's [smoke] uses the
+# parent's [smoke] model.
 work="$tmp/work"
 mkdir -p "$work"
 cd "$work"
@@ -36,6 +38,8 @@ while IFS= read -r file; do
     { cat "$tmp/$name.plot.log" >&2; echo "study smoke: poslab plot $out failed" >&2; exit 1; }
   [[ -s "$out/summary_ci.csv" ]] || { echo "study smoke: no summary_ci.csv for $file" >&2; exit 1; }
   studies=$((studies + 1))
-done < <(find "$repo/experiments" -name '*.toml' | sort)
+done < <(find "$repo/experiments" -name '*.toml' | sort |
+         while IFS= read -r f; do grep -q '^init_from = "results/' "$f" && echo "1 $f" || echo "0 $f"; done |
+         sort -s -k1,1 | cut -d' ' -f2-)
 [[ $studies -gt 0 ]] || { echo "study smoke: no study found" >&2; exit 1; }
 echo "study smoke: $studies studies ran and plotted"

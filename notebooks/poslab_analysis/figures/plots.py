@@ -422,7 +422,10 @@ def pilot_conditions(summary, out_dir, name):
         ax.annotate(f"{loss:.3f}", (i, loss), ha="center", va="bottom", fontsize=8,
                     xytext=(0, 2), textcoords="offset points")
     ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(labels)
+    # Names longer than a bar's inch of room (about 11 characters) would run into each other
+    # (pilots of many variants): they stand upright then.
+    upright = max(len(line) for label in labels for line in label.split("\n")) > 11
+    ax.set_xticklabels(labels, rotation=90 if upright else 0)
     ax.set_ylabel("validation loss at its\ntraining length (nats/byte)")
     if "bigram_loss" in rows and rows["bigram_loss"].notna().any():
         poslab_style.reference_line(ax, float(rows["bigram_loss"].dropna().iloc[0]), "bigram")
