@@ -422,9 +422,9 @@ def pilot_conditions(summary, out_dir, name):
         ax.annotate(f"{loss:.3f}", (i, loss), ha="center", va="bottom", fontsize=8,
                     xytext=(0, 2), textcoords="offset points")
     ax.set_xticks(range(len(rows)))
-    # Names longer than a bar's inch of room (about 11 characters) would run into each other
-    # (pilots of many variants): they stand upright then.
-    upright = max(len(line) for label in labels for line in label.split("\n")) > 11
+    # A bar has an inch of room: "(segment 256)", 13 characters, fits; longer variant names
+    # would run into their neighbours' (pilots of many variants): the names stand upright then.
+    upright = max(len(str(v)) for v in rows["variant"]) > 13
     ax.set_xticklabels(labels, rotation=90 if upright else 0)
     ax.set_ylabel("validation loss at its\ntraining length (nats/byte)")
     if "bigram_loss" in rows and rows["bigram_loss"].notna().any():
