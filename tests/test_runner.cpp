@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -112,6 +113,42 @@ TEST_CASE("a study expands into grid x variants, the first axis varying slowest"
   CHECK(smoke[11].config.train.steps == 5);
   CHECK(smoke[11].overrides.back() == "train.steps=5");
   CHECK(smoke[11].id == runs[11].id);
+}
+
+TEST_CASE("--smoke keeps the first two seeds and every other axis and variant", "[runner]") {
+  const poslab::Study study = poslab::parse_study(R"(
+[study]
+name = "seeds"
+[sweep]
+"encoding.type" = ["rope", "alibi", "none"]
+"train.seed" = [7, 8, 9, 10]
+[[variant]]
+name = "base"
+set = {}
+[[variant]]
+name = "child"
+from = "base"
+set = { "train.steps" = 0 }
+[smoke]
+"train.steps" = 2
+)", "exp/seeds.toml");
+  const auto runs = poslab::expand_study(study);
+  const auto smoke = poslab::expand_study(study, true);
+  REQUIRE(runs.size() == 2 * 3 * 4);
+  REQUIRE(smoke.size() == 2 * 3 * poslab::kSmokeSeeds);
+  std::set<std::string> types, seeds;
+  for (const auto& run : smoke) {
+    types.insert(run.sweep_values.at("encoding.type"));
+    seeds.insert(run.sweep_values.at("train.seed"));
+    // Every child's parent is the base run of its own grid point in the smaller grid.
+    if (run.variant == "child") {
+      REQUIRE(run.parent < smoke.size());
+      CHECK(smoke[run.parent].variant == "base");
+      CHECK(smoke[run.parent].sweep_values == run.sweep_values);
+    }
+  }
+  CHECK(types == std::set<std::string>{"rope", "alibi", "none"});
+  CHECK(seeds == std::set<std::string>{"7", "8"});
 }
 
 TEST_CASE("a study without variants, or without anything to sweep", "[runner]") {

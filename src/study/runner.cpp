@@ -789,8 +789,9 @@ CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
       "List the runs with their ids, directories and status (done, pending, stale, running, "
       "incomplete; why a run is stale); write nothing");
   run->add_flag("--smoke", options.smoke,
-                "Apply the [smoke] overrides (a tiny version: seconds to minutes, e.g. 43 s for "
-                "state_reuse's 30 runs with --jobs 2); results go to results/NAME-smoke/");
+                "Apply the [smoke] overrides and keep the first 2 seeds of a train.seed axis (a "
+                "tiny version: seconds to minutes, e.g. state_reuse's 20 runs); results go to "
+                "results/NAME-smoke/");
   run->add_option("--out", options.out,
                   "Results directory (default results/NAME, or results/NAME-smoke with --smoke)")
       ->type_name("DIR");
@@ -857,7 +858,7 @@ CLI::App* add_run_command(CLI::App& app, RunStudyOptions& options) {
   name = "no_a_long"              # grid point (train.init_from); inherits no_a's set, then
   from = "no_a"                   # applies its own
   set = { "train.seq_len" = 128, "train.steps" = 200 }
-  [smoke]                         # overrides applied by --smoke: a tiny version (every run, few steps)
+  [smoke]                         # overrides applied by --smoke: a tiny version (few steps, 2 seeds)
   "train.steps" = 5
 Every run's config is checked before anything runs; a mistake names the file, line and key
 (a `from` naming no variant, or variants that start from each other in a cycle, too).

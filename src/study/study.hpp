@@ -179,7 +179,11 @@ Study parse_study(const std::string& toml_text, const std::string& source_name);
 // Reads and parses the study file at `path`.
 Study load_study(const std::string& path);
 
-// Every run of the study, each Config resolved; with `smoke`, the [smoke] overrides applied;
+// How many values of a train.seed axis the smoke version keeps (the first ones).
+inline constexpr std::size_t kSmokeSeeds = 2;
+
+// Every run of the study, each Config resolved; with `smoke`, the [smoke] overrides applied
+// and a train.seed axis cut to its first kSmokeSeeds values;
 // then `command_line` ("section.key=value", `poslab run --set`), applied to every run last.
 // Throws ConfigError naming the study file, line and the sweep value or variant at fault.
 std::vector<PlannedRun> expand_study(const Study& study, bool smoke = false,
