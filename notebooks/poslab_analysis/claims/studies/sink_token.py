@@ -21,10 +21,10 @@ STUDY/sinks/<run directory>/sink_heads.csv): per layer and head the mean attenti
 queries 32..63 of test windows of 64 bytes. A **sink head** is a head whose mass on key 0 is
 >= SINK_MASS (protocol, "Statistics"; uniform attention gives about 0.021). The column `sink` of
 sink_heads.csv is the diagnostic's own flag at its threshold 0.5 and is not used. The figure of
-the diagnostic (notebooks/sink_diagnostic.py, one column per base run):
+the diagnostic (notebooks/sink_diagnostic.py, one column per base run; `poslab plot` draws none):
 
-    /usr/bin/python3 notebooks/sink_diagnostic.py results/sink_token/sinks/sinks.png \\
-      results/sink_token/sinks/vanilla4__train.seed-121=vanilla4,\\ seed\\ 121 ...
+    cd results/sink_token && /usr/bin/python3 ../../notebooks/sink_diagnostic.py sinks/sinks.png \\
+      "sinks/vanilla4__train.seed-121=vanilla4, seed 121" (... the six base runs)
 
 Beside each interval over seeds, the within-stream standard error of each seed's difference
 (statistics/stream_buckets.py, buckets of 64 bytes from loss_by_stream_position.csv)."""
@@ -204,8 +204,8 @@ def table(study_dir, papers, record=None):
     if record is not None:
         record.rows += own.rows
         record.weighed += own.weighed
-    lines.append("\nSink diagnostic (poslab sinks on test windows of 64 bytes, mean attention on "
-                 "key 0 over queries 32..63), per gated seed: "
+    lines.append("\nSink diagnostic (poslab sinks: mean attention on key 0 over the second half "
+                 "of each window of L bytes; its split and windows named), per gated seed: "
                  + "; ".join(f"{base}: {study.diagnostic_text(base)}" for base in BASES) + ".")
     lines.append(own.holm_line())
     return "\n".join(lines)
