@@ -36,11 +36,13 @@ BUCKETS = 10
 
 def run_rows(variant, seed, streams, main_loss=1.40, parent=""):
     """summary.csv rows of one run: its main row (the chunked test loss at 64) and one row per
-    streaming mode, streams {kind: loss}."""
+    streaming mode, streams {kind: loss}; in_distribution_ok as the runner writes it (the run's
+    own main loss against the bigram baseline)."""
     run = f"{variant},train.seed={seed}"
     base = {"study": "sink_token", "run": run, "train.seed": seed, "variant": variant,
             "parent": parent, "factor": 1.0, "mem_len": 0, "split": "test",
-            "bigram_loss": BIGRAM, "unigram_loss": 3.1, "in_distribution_ok": "true"}
+            "bigram_loss": BIGRAM, "unigram_loss": 3.1,
+            "in_distribution_ok": "true" if main_loss < BIGRAM else "false"}
     rows = [{**base, "kind": "main", "seq_len": 64, "loss": main_loss}]
     rows += [{**base, "kind": kind, "seq_len": 640, "mem_len": 31, "loss": loss}
              for kind, loss in streams.items()]
