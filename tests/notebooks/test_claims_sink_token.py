@@ -201,6 +201,12 @@ class ClaimsSinkToken(unittest.TestCase):
         self.assertIn("here: 4 layers, L = 64, 8,000 steps, cache 32 = L/2, test stream 19,200 "
                       "bytes; the paper: Llama-2-7B, cache 4,096", table)
 
+    def test_the_pilot_of_the_same_name_has_no_claims_table(self):
+        # results/pilots/sink_token (other variants: depth4_vanilla, ...) is not the study.
+        self.assertIsNone(tables.kind_of("results/pilots/sink_token"))
+        self.assertEqual(tables.kind_of("results/sink_token"), "sink_token")
+        self.assertEqual(tables.kind_of("/tmp/x/sink_token-smoke/"), "sink_token")
+
 
 if __name__ == "__main__":
     unittest.main()

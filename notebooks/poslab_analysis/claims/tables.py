@@ -45,8 +45,11 @@ def papers_of(kind):
 
 def kind_of(study_dir):
     """The kind of study of a directory by its name, or None: lm_extrapolation* (any suffix), or
-    KIND and KIND-SUFFIX (a smoke run) for the others."""
+    KIND and KIND-SUFFIX (a smoke run) for the others. A pilot (results/pilots/NAME) has none,
+    even when it bears a study's name (results/pilots/sink_token): it is not a study result."""
     name = os.path.basename(study_dir.rstrip("/"))
+    if os.path.basename(os.path.dirname(os.path.abspath(study_dir.rstrip("/")))) == "pilots":
+        return None
     if name.startswith("lm_extrapolation"):
         return "lm_extrapolation"
     for kind in STUDIES:
