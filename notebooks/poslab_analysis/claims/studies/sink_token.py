@@ -55,8 +55,15 @@ class SinkHeads:
     """One base run's sink diagnostic: how many heads reach SINK_MASS on key 0, the largest
     mass (and its layer and head), the uniform mass, the split and windows it was read on."""
 
+    COLUMNS = ("layer", "head", "first_key_mass", "uniform_mass", "windows")
+
     def __init__(self, directory):
-        heads = pd.read_csv(os.path.join(directory, "sink_heads.csv"))  # (layers x heads) rows
+        path = os.path.join(directory, "sink_heads.csv")
+        heads = pd.read_csv(path)  # one row per (layer, head)
+        missing = [c for c in self.COLUMNS if c not in heads]
+        if missing or heads.empty:
+            raise ValueError(f"{path}: not a `poslab sinks` table (missing columns "
+                             f"{', '.join(missing) or 'none'}; {len(heads)} rows)")
         self.sink_heads = int((heads["first_key_mass"] >= SINK_MASS).sum())
         top = heads.loc[heads["first_key_mass"].idxmax()]
         self.largest = float(top["first_key_mass"])
@@ -127,7 +134,11 @@ class Study:
                 reads.append(t[(t["variant"] == base + suffix) & (t["kind"] == kind)
                                & (t["train.seed"] == seed)])
             if all(len(r) for r in reads):
-                out[seed] = bucket_difference(*reads)
+                try:
+                    out[seed] = bucket_difference(*reads)
+                except ValueError as e:
+                    raise ValueError(f"{self.dir}/loss_by_stream_position.csv, {base} seed "
+                                     f"{seed}, {mode_a} minus {mode_b}: {e}") from None
         return out
 
     def within_text(self, base, mode_a, mode_b):
@@ -179,6 +190,7 @@ class Study:
         return (f"{c['model']['n_layers']} layers, L = {t['seq_len']}, {t['steps']:,} steps, "
                 f"cache {keys}{half}, {e['split']} stream {e['stream_length']:,} bytes")
 
+
 def gate_line(study):
     n = study.summary["run"].nunique()
     dropped = study.dropped
@@ -192,8 +204,9 @@ def table(study_dir, papers, record=None):
     study = Study(study_dir)
     intro = (f"{gate_line(study)}. Loss in nats per byte over the stream, read token by token "
              f"({study.regime()}); every difference paired by seed, its 95% t interval over the "
-             "gated seeds; a sink head: mean attention >= "
-             f"{SINK_MASS} on key 0 (uniform about 0.021).")
+             f"gated seeds; a sink head: mean attention >= {SINK_MASS} on key 0"
+             + "".join(f" (uniform: {h.uniform:.3f})" for h in
+                       list(filter(None, study.sinks.values()))[:1]) + ".")
     lines = [f"\n{intro}\n",
              "| published claim | regime (here; the paper's) | what the paper measured; what "
              "the verdict uses | measured | rule | verdict |",
