@@ -2,8 +2,8 @@
 bucket by bucket along the stream: is evicting the first tokens (window, S = 0) worse than
 keeping S sinks? Reads a study's loss_by_stream_position.csv (one line per run, mode and bucket of
 train.seq_len bytes) and prints, for every pair asked, the token-weighted mean difference of the
-two losses over the buckets both score and the standard error of the bucket differences (buckets
-treated as independent, which ignores their correlation along the stream).
+two losses over the buckets both score and the standard error of the bucket differences
+(poslab_analysis/statistics/stream_buckets.py).
 
     /usr/bin/python3 notebooks/stream_pairs.py RESULTS_DIR [--seed N] A=B [A=B ...]
 
@@ -19,6 +19,8 @@ import sys
 
 import pandas as pd
 
+from poslab_analysis.statistics.stream_buckets import bucket_difference
+
 
 def read(table, spec):
     variant, kind, *sinks = spec.split(":")
@@ -29,7 +31,7 @@ def read(table, spec):
         sys.exit(f"stream_pairs: no rows for {spec}")
     if rows["position_low"].duplicated().any():
         sys.exit(f"stream_pairs: {spec} has several runs (seeds); choose one with --seed N")
-    return rows.set_index("position_low")
+    return rows
 
 
 def main():
@@ -43,17 +45,13 @@ def main():
     for pair in pairs:
         a_spec, b_spec = pair.split("=")
         a, b = read(table, a_spec), read(table, b_spec)
-        both = a.index.intersection(b.index)
-        if not (a.loc[both, "tokens"] == b.loc[both, "tokens"]).all():
-            sys.exit(f"stream_pairs: {pair} score different bytes")
-        d = a.loc[both, "loss"] - b.loc[both, "loss"]
-        w = a.loc[both, "tokens"]
-        mean = (d * w).sum() / w.sum()
-        se = d.std(ddof=1) / math.sqrt(len(d))
-        la = (a.loc[both, "loss"] * w).sum() / w.sum()
-        lb = (b.loc[both, "loss"] * w).sum() / w.sum()
-        print(f"{a_spec} - {b_spec}: {mean:+.4f} nats/byte (SE {se:.4f} over {len(d)} buckets); "
-              f"{la:.4f} vs {lb:.4f}, perplexity per byte {math.exp(la):.3f} vs {math.exp(lb):.3f}")
+        try:
+            d = bucket_difference(a, b)
+        except ValueError as e:
+            sys.exit(f"stream_pairs: {pair}: {e}")
+        print(f"{a_spec} - {b_spec}: {d.mean:+.4f} nats/byte (SE {d.se:.4f} over {d.buckets} "
+              f"buckets); {d.loss_a:.4f} vs {d.loss_b:.4f}, perplexity per byte "
+              f"{math.exp(d.loss_a):.3f} vs {math.exp(d.loss_b):.3f}")
 
 
 if __name__ == "__main__":

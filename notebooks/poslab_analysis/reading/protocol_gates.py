@@ -62,11 +62,37 @@ class RetrievalGate:
         return why
 
 
+@dataclass(frozen=True)
+class LossGate:
+    """A run without a parent counts if its loss on its `main` row (the chunked read at its
+    training length) is below the test split's bigram baseline; a run with a parent (a stage
+    that only reads its parent's weights again, train.steps = 0) counts if its parent counts,
+    whatever its own read gives (experiments/sink_token.protocol.md, "Gate": "a seed whose run
+    fails is reported and dropped with its *_s1 child"). The runner's own gate judges the child
+    by its own main row, here 4 batches instead of the whole split."""
+    loss_only_kinds: str = ""  # every row of a run follows the run (see RetrievalGate)
+
+    def dropped(self, summary, retrieval=True):
+        """{run: why} of every run this gate drops (`retrieval` is RetrievalGate's; unused)."""
+        main = summary[summary["kind"] == "main"].drop_duplicates("run")
+        stage1 = main["parent"].isna() | (main["parent"].astype(str) == "")
+        why = {}
+        for _, row in main[stage1].iterrows():
+            if not row["loss"] < row["bigram_loss"]:  # NaN fails
+                why[row["run"]] = (f"loss at L {row['loss']:.3f} not below the bigram baseline "
+                                   f"{row['bigram_loss']:.3f}")
+        for _, row in main[~stage1].iterrows():
+            if row["parent"] in why:
+                why[row["run"]] = f"its parent {row['parent']} was dropped"
+        return why
+
+
 # study name (summary.csv's "study" column) -> its protocol's gate
 PROTOCOL_GATES = {
     "context_extension_retrieval": RetrievalGate(length=64, threshold=0.9, depths=5),
     "context_extension_methods": RetrievalGate(length=64, threshold=0.9, depths=5,
                                                loss_only_kinds="stream_"),
+    "sink_token": LossGate(),
 }
 
 
