@@ -83,11 +83,12 @@ def summary_rows(variant, seed, finals, losses):
     return rows
 
 
-def planted_study(directory, control_dip=None, base_short_depths=None):
+def planted_study(directory, control_dip=None, base_short_depths=None, unfinished=()):
     """Four bases (111-113 pass the gate; 114's last read is 0.60 at depth 0.5), their
     fine-tunes, cont64 (0.50 at steps 50 and 250, exempt; 1.00 after, except `control_dip` =
     (seed, step, value) at depth 0.25) and the step-0 reads. base_short_depths = seed: that
-    base's last read covers 4 depths."""
+    base's last read covers 4 depths. unfinished: (variant, seed) pairs left out of both files
+    (runs not finished yet)."""
     shutil.copy(os.path.join(REPO, "experiments", "finetune_budget.toml"),
                 os.path.join(directory, "study.toml"))
     curve, summary = [], []
@@ -127,8 +128,12 @@ def planted_study(directory, control_dip=None, base_short_depths=None):
         summary += summary_rows("cont64", seed, {64: 0.99, 256: 0.0}, {64: 1.30, 256: 3.0})
         for variant in fb.STEP_ZERO:
             summary += summary_rows(variant, seed, {64: 0.0, 256: 0.0}, {64: 2.0, 256: 2.5})
-    pd.DataFrame(summary).to_csv(os.path.join(directory, "summary.csv"), index=False)
-    pd.DataFrame(curve).to_csv(os.path.join(directory, "passkey_curve.csv"), index=False)
+    summary, curve = pd.DataFrame(summary), pd.DataFrame(curve)
+    for variant, seed in unfinished:
+        summary = summary[(summary["variant"] != variant) | (summary["train.seed"] != seed)]
+        curve = curve[(curve["variant"] != variant) | (curve["train.seed"] != seed)]
+    summary.to_csv(os.path.join(directory, "summary.csv"), index=False)
+    curve.to_csv(os.path.join(directory, "passkey_curve.csv"), index=False)
 
 
 class FinetuneBudgetTable(unittest.TestCase):
@@ -205,6 +210,20 @@ class FinetuneBudgetTable(unittest.TestCase):
         self.assertEqual(self.verdict_of(table, 1), "agree")
         _, study = self.table(control_dip=(113, 500, 0.85))
         self.assertEqual(study.control[113][0], "failed")
+
+    def test_a_study_still_running(self):
+        # cont64 of seed 111 not finished: no fine-tuning row counts until it is read.
+        table, study = self.table(unfinished=[("cont64", 111)])
+        self.assertEqual(study.control[111][0], "not read")
+        for number in range(1, 7):
+            self.assertEqual(self.verdict_of(table, number),
+                             "inconclusive (continuation control not read for seed 111)")
+        # Base 113 not finished (nor anything after it): counted against the study file's sweep.
+        table, study = self.table(unfinished=[(v, 113) for v in ("rope64_s48k", "cont64")
+                                              + tuple(CURVES) + fb.STEP_ZERO])
+        self.assertEqual(study.passed, [111, 112])
+        self.assertIn("Gate: 2 of 4 bases passed", table)
+        self.assertIn("not read yet (no finished run): seed 113", table)
 
     def test_claims_py_prints_the_table(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -21,6 +21,7 @@ base that does, with the control showing the fine-tuning path keeps the skill; t
 """
 import json
 import os
+import tomllib
 
 import pandas as pd
 
@@ -98,6 +99,7 @@ class Study:
             columns=["run", "train.seed", "variant", "step", "seq_len", "depth",
                      "greedy_exact_match", "digit_accuracy"])
         self.smoke = read_smoke(study_dir)
+        self.planned = planned_seeds(study_dir)  # the sweep's seeds (study.toml), or None
         self.seeds = sorted(set(self.summary["train.seed"].dropna().astype(int))
                             | set(self.curve["train.seed"].dropna().astype(int)))
         # The gate, per base seed: {seed: (last step, why it fails or None)}.
@@ -121,8 +123,11 @@ class Study:
         """The reasons every fine-tuning row is inconclusive: the control failed for some
         passing seed ("the fine-tuning path is wrong and no fine-tuning row counts"), or was not
         read for it. Empty when it kept retrieval for every passing seed."""
-        return [f"continuation control {outcome}: {why}"
-                for seed, (outcome, why) in self.control.items() if outcome != "kept"]
+        failed = [why for outcome, why in self.control.values() if outcome == "failed"]
+        unread = [seed for seed, (outcome, _) in self.control.items() if outcome == "not read"]
+        return ([f"continuation control failed: {'; '.join(failed)}"] if failed else []) + \
+            ([f"continuation control not read for seed {', '.join(map(str, unread))}"]
+             if unread else [])
 
     def judged(self, interval, rule):
         """The verdict of a fine-tuning row: the protocol's rule = (agrees, disagrees) on the
@@ -228,6 +233,17 @@ class Study:
                 f"{fmt(*(shown or interval))}{extra} | {rule_text} | {v} |")
 
 
+def planned_seeds(study_dir):
+    """The base seeds the study file sweeps ([sweep] "train.seed" of STUDY/study.toml), or None
+    without the file: the gate line counts the bases against them, finished or not."""
+    path = os.path.join(study_dir, "study.toml")
+    if not os.path.exists(path):
+        return None
+    with open(path, "rb") as f:
+        values = tomllib.load(f).get("sweep", {}).get("train.seed")
+    return sorted(int(v) for v in values) if values else None
+
+
 def read_smoke(study_dir):
     """Is the study a smoke run (run_options.json, written by `poslab run`)?"""
     path = os.path.join(study_dir, "run_options.json")
@@ -238,15 +254,20 @@ def read_smoke(study_dir):
 
 
 def gate_line(study):
-    """How many of the bases passed the gate, which were dropped and why."""
-    n = len(study.seeds)
+    """How many of the bases passed the gate (of the seeds the study file sweeps), which were
+    dropped and why, and which have not been read yet (a study still running)."""
+    planned = study.planned or study.seeds
+    n = len(set(planned) | set(study.seeds))
+    unread = [seed for seed in planned if seed not in study.seeds]
     steps = sorted({step for step, _ in study.gate.values() if step is not None})
     read = f"last read at step {', '.join(f'{s:,}' for s in steps)}" if steps else "no reads"
     dropped = "; ".join(f"{BASE} seed {seed} dropped with its fine-tunes ({why})"
                         for seed, why in study.dropped.items())
     return (f"Gate: {len(study.passed)} of {n} bases passed (>= {GATE} greedy exact match at "
             f"{L} at every depth on the last read of the validation curve; {read})"
-            + (f"; {dropped}" if dropped else ""))
+            + (f"; {dropped}" if dropped else "")
+            + (f"; not read yet (no finished run): seed {', '.join(map(str, unread))}"
+               if unread else ""))
 
 
 def control_line(study):
