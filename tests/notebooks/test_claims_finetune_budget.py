@@ -83,12 +83,13 @@ def summary_rows(variant, seed, finals, losses):
     return rows
 
 
-def planted_study(directory, control_dip=None, base_short_depths=None, unfinished=()):
+def planted_study(directory, control_dip=None, base_short_depths=None, unfinished=(),
+                  short_curve=None):
     """Four bases (111-113 pass the gate; 114's last read is 0.60 at depth 0.5), their
     fine-tunes, cont64 (0.50 at steps 50 and 250, exempt; 1.00 after, except `control_dip` =
     (seed, step, value) at depth 0.25) and the step-0 reads. base_short_depths = seed: that
     base's last read covers 4 depths. unfinished: (variant, seed) pairs left out of both files
-    (runs not finished yet)."""
+    (runs not finished yet). short_curve: (variant, seed) whose curve lacks its last read."""
     shutil.copy(os.path.join(REPO, "experiments", "finetune_budget.toml"),
                 os.path.join(directory, "study.toml"))
     curve, summary = [], []
@@ -132,6 +133,9 @@ def planted_study(directory, control_dip=None, base_short_depths=None, unfinishe
     for variant, seed in unfinished:
         summary = summary[(summary["variant"] != variant) | (summary["train.seed"] != seed)]
         curve = curve[(curve["variant"] != variant) | (curve["train.seed"] != seed)]
+    if short_curve:
+        curve = curve[(curve["variant"] != short_curve[0]) | (curve["train.seed"] != short_curve[1])
+                      | (curve["step"] != STEPS[-1])]
     summary.to_csv(os.path.join(directory, "summary.csv"), index=False)
     curve.to_csv(os.path.join(directory, "passkey_curve.csv"), index=False)
 
@@ -224,6 +228,13 @@ class FinetuneBudgetTable(unittest.TestCase):
         self.assertEqual(study.passed, [111, 112])
         self.assertIn("Gate: 2 of 4 bases passed", table)
         self.assertIn("not read yet (no finished run): seed 113", table)
+
+    def test_a_curve_that_ends_early_is_named(self):
+        table, _ = self.table()
+        self.assertNotIn("do not end at their planned steps", table)
+        table, _ = self.table(short_curve=("ft_none", 112))
+        self.assertIn("**Curves that do not end at their planned steps: ft_none seed 112 ends "
+                      "at step 2,000, planned 2,500.**", table)
 
     def test_claims_py_prints_the_table(self):
         with tempfile.TemporaryDirectory() as tmp:

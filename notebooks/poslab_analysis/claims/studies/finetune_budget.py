@@ -294,34 +294,49 @@ def secondary_rows(study):
     """The protocol's secondary rows, without verdicts: each arm's final retrieval at 64 (what
     the fine-tune keeps), the test loss at 64 and 256 against cont64's (paired by seed), the
     steps to a mean of 0.9 at 256, and the step-0 reads."""
-    lines = []
-    cells = []
-    for arm, name in ARMS.items():
-        at_l = seeds.proportion_interval(study.final(arm, L).tolist())
-        cells.append(f"{name} {fmt(*at_l)}")
-    lines.append(secondary("each arm's final retrieval at 64 (what the fine-tune keeps)",
-                           "test greedy exact match at 64, mean over depths: "
-                           + "; ".join(cells)
-                           + f"; {CONTROL} {fmt(*seeds.proportion_interval(study.final(CONTROL, L).tolist()))}"))
+    split = study.final_split()
+
+    def retrieval(variant, length):  # the final read's interval over the passing seeds
+        return fmt(*seeds.proportion_interval(study.final(variant, length).tolist()))
+
+    kept = [f"{name} {retrieval(arm, L)}" for arm, name in ARMS.items()]
+    lines = [secondary(f"each arm's final retrieval at {L} (what the fine-tune keeps)",
+                       f"{split} greedy exact match at {L}, mean over depths: "
+                       f"{'; '.join(kept)}; {CONTROL} {retrieval(CONTROL, L)}")]
     for length in (L, TARGET):
-        cells = [f"{name} {fmt(*seeds.paired(study.loss(arm, length), study.loss(CONTROL, length)))}"
+        control = study.loss(CONTROL, length)
+        minus = [f"{name} {fmt(*seeds.paired(study.loss(arm, length), control))}"
                  for arm, name in ARMS.items()]
-        lines.append(secondary(f"test loss at {length} against {CONTROL}'s",
+        lines.append(secondary(f"{split} loss at {length} against {CONTROL}'s",
                                f"arm minus {CONTROL}, nats per byte, paired by seed: "
-                               + "; ".join(cells)
-                               + f" ({CONTROL} itself {fmt(*seeds.t_interval(study.loss(CONTROL, length).tolist()))})"))
-    cells = [f"{name} {study.per_seed(study.first_at_gate(arm), 0)}" for arm, name in ARMS.items()]
+                               f"{'; '.join(minus)} ({CONTROL} itself "
+                               f"{fmt(*seeds.t_interval(control.tolist()))})"))
+    first = [f"{name} {study.per_seed(study.first_at_gate(arm), 0)}" for arm, name in ARMS.items()]
     lines.append(secondary(f"steps to a mean of {GATE} at {TARGET}",
-                           "first validation read whose mean over depths is >= 0.9, per seed: "
-                           + "; ".join(cells)))
-    cells = []
-    for variant in STEP_ZERO:
-        at = [f"{length} {fmt(*seeds.proportion_interval(study.final(variant, length).tolist()))}"
-              for length in (L, TARGET)]
-        cells.append(f"{variant} " + ", ".join(at))
+                           f"first validation read whose mean over depths is >= {GATE}, per "
+                           f"seed: {'; '.join(first)}"))
+    step_zero = [f"{variant} {L} {retrieval(variant, L)}, {TARGET} {retrieval(variant, TARGET)}"
+                 for variant in STEP_ZERO]
     lines.append(secondary("step 0: each arm's scaling on the base, not fine-tuned",
-                           "test greedy exact match, mean over depths: " + "; ".join(cells)))
+                           f"{split} greedy exact match, mean over depths: "
+                           f"{'; '.join(step_zero)}"))
     return lines
+
+
+def budget_note(study):
+    """A warning when a fine-tune's curve does not end at its planned steps (the area is divided
+    by the last read's step, the protocol's 2,500): empty when every curve does, and for a
+    smoke run (its steps are the [smoke] section's, not the study file's)."""
+    if study.smoke or study.variants is None:
+        return ""
+    odd = []
+    for arm in ARMS:
+        planned = int(study.variants.loc[arm, "steps"]) if arm in study.variants.index else None
+        for seed, step in study.last_step(arm).items():
+            if planned is not None and step != planned:
+                odd.append(f"{arm} seed {seed} ends at step {step:,.0f}, planned {planned:,}")
+    return (" **Curves that do not end at their planned steps: " + "; ".join(odd) + ".**"
+            if odd else "")
 
 
 def secondary(what, measured):
@@ -339,7 +354,7 @@ def table(study_dir, papers, record=None):
              f"mean over the {DEPTHS} depths; curves on the validation split (area, first read), "
              f"final reads and loss on the {study.final_split()} split; mean and 95% t interval "
              "over the passing base "
-             f"seeds (n - 1 df), differences paired by seed; L = {L} bytes.")
+             f"seeds (n - 1 df), differences paired by seed; L = {L} bytes." + budget_note(study))
     lines = table_head(intro, regime=True)
     own = Tally()  # this table's verdicts, for its Holm line; then the caller's count
     for paper in papers:
