@@ -14,6 +14,7 @@ poslab_analysis/claims/tables.py.
 import sys
 
 from poslab_analysis.claims import paper_metrics, tables
+from poslab_analysis.reading.study_files import StudyFileError
 
 
 def main(argv):
@@ -36,4 +37,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    try:
+        sys.exit(main(sys.argv))
+    except StudyFileError as e:  # a study's file that cannot be read: one line, not a traceback
+        print(f"claims.py: error: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -247,6 +247,20 @@ class FinetuneBudgetTable(unittest.TestCase):
                       "(Peng et al. 2023) |", out)
         self.assertIn("(secondary) steps to a mean of 0.9 at 256", out)
 
+    def test_a_curve_file_without_its_columns_is_refused_in_one_line(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            study = os.path.join(tmp, "finetune_budget")
+            os.makedirs(study)
+            planted_study(study)
+            path = os.path.join(study, "passkey_curve.csv")
+            pd.read_csv(path).drop(columns=["depth"]).to_csv(path, index=False)
+            done = subprocess.run([sys.executable, os.path.join(REPO, "notebooks", "claims.py"),
+                                   study], capture_output=True, text=True)
+        self.assertEqual(done.returncode, 1)
+        self.assertEqual(done.stderr.strip(), f"claims.py: error: {path} has no column 'depth'; "
+                         "is it the passkey curve `poslab run` gathers (run, axes, variant, "
+                         "parent, then step, factor, seq_len, depth, ...)?")
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -94,10 +94,7 @@ class Study:
     def __init__(self, study_dir):
         self.dir = study_dir
         self.summary = study_files.read_checked_summary(os.path.join(study_dir, "summary.csv"))
-        path = os.path.join(study_dir, "passkey_curve.csv")
-        self.curve = pd.read_csv(path) if os.path.exists(path) else pd.DataFrame(
-            columns=["run", "train.seed", "variant", "step", "seq_len", "depth",
-                     "greedy_exact_match", "digit_accuracy"])
+        self.curve = read_curve(study_dir)
         self.smoke = read_smoke(study_dir)
         self.planned = planned_seeds(study_dir)  # the sweep's seeds (study.toml), or None
         self.seeds = sorted(set(self.summary["train.seed"].dropna().astype(int))
@@ -117,6 +114,11 @@ class Study:
         self.variants = (study_files.variant_table(study_dir)
                          if os.path.exists(os.path.join(study_dir, "study.toml")) else None)
 
+    def bases(self):
+        """How many bases the study has: the seeds the study file sweeps and any other seed
+        read (a study still running has fewer finished than planned)."""
+        return len(set(self.planned or []) | set(self.seeds))
+
     # ---- the reasons no fine-tuning row counts ----
 
     def control_reasons(self):
@@ -133,7 +135,7 @@ class Study:
         """The verdict of a fine-tuning row: the protocol's rule = (agrees, disagrees) on the
         interval (rules.verdict: at least 2 seeds), unless the continuation control did not
         keep retrieval (rules.unless: "inconclusive (continuation control ...)")."""
-        few = ([f"{len(self.passed)} of {len(self.seeds)} bases passed the gate, a verdict "
+        few = ([f"{len(self.passed)} of {self.bases()} bases passed the gate, a verdict "
                 "needs 2"] if len(self.passed) < 2 else [])
         return unless(few + self.control_reasons(), verdict(interval, *rule))
 
@@ -141,6 +143,8 @@ class Study:
 
     def _curve_stat(self, variant, length, column):
         s = self.curve_stats
+        if column not in s:  # no curve in the study: no statistics
+            return pd.Series(dtype=float)
         rows = s[(s["variant"] == variant) & (s["seq_len"] == length)
                  & s["train.seed"].isin(self.passed)]
         return rows.set_index("train.seed")[column].astype(float).sort_index()
@@ -233,6 +237,27 @@ class Study:
                 f"{fmt(*(shown or interval))}{extra} | {rule_text} | {v} |")
 
 
+CURVE_COLUMNS = ("run", "train.seed", "variant", "step", "seq_len", "depth",
+                 "greedy_exact_match", "digit_accuracy")
+
+
+def read_curve(study_dir):
+    """STUDY/passkey_curve.csv (`poslab run` gathers the runs' curves into it), or an empty
+    table without one (then no base can pass the gate). A file without the columns the table
+    reads is refused, naming the file and the columns."""
+    path = os.path.join(study_dir, "passkey_curve.csv")
+    if not os.path.exists(path):
+        return pd.DataFrame(columns=list(CURVE_COLUMNS))
+    curve = pd.read_csv(path)
+    missing = [c for c in CURVE_COLUMNS if c not in curve.columns]
+    if missing:
+        raise study_files.StudyFileError(
+            f"{path} has no column {', '.join(repr(c) for c in missing)}; is it the passkey curve "
+            "`poslab run` gathers (run, axes, variant, parent, then step, factor, seq_len, "
+            "depth, ...)?")
+    return curve
+
+
 def planned_seeds(study_dir):
     """The base seeds the study file sweeps ([sweep] "train.seed" of STUDY/study.toml), or None
     without the file: the gate line counts the bases against them, finished or not."""
@@ -256,9 +281,8 @@ def read_smoke(study_dir):
 def gate_line(study):
     """How many of the bases passed the gate (of the seeds the study file sweeps), which were
     dropped and why, and which have not been read yet (a study still running)."""
-    planned = study.planned or study.seeds
-    n = len(set(planned) | set(study.seeds))
-    unread = [seed for seed in planned if seed not in study.seeds]
+    n = study.bases()
+    unread = [seed for seed in study.planned or [] if seed not in study.seeds]
     steps = sorted({step for step, _ in study.gate.values() if step is not None})
     read = f"last read at step {', '.join(f'{s:,}' for s in steps)}" if steps else "no reads"
     dropped = "; ".join(f"{BASE} seed {seed} dropped with its fine-tunes ({why})"
