@@ -219,10 +219,10 @@ class Study:
         return f"{how} {mix}, L = {L}"
 
     @staticmethod
-    def per_seed(series, digits=2):
-        """'111: 0.95, 112: 0.90' (NaN: never)."""
+    def per_seed(series, digits=3):
+        """'111: 0.950, 112: 0.904' (NaN: never; no seeds: "no runs")."""
         return ", ".join(f"{seed}: {'never' if v != v else f'{v:,.{digits}f}'}"
-                         for seed, v in series.items()) or "none"
+                         for seed, v in series.items()) or "no runs"
 
     def row(self, claim, source, regime, paper, measured, interval, rule_text, rule, record,
             extra="", shown=None):
