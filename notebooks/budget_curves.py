@@ -33,31 +33,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-
-def per_read(curve):
-    """One row per (run, seq_len, step): mean / min greedy exact match over the depths, mean
-    digit accuracy."""
-    g = curve.groupby(["run", "seq_len", "step"], sort=False)
-    out = g.agg(mean=("greedy_exact_match", "mean"), min=("greedy_exact_match", "min"),
-                digit=("digit_accuracy", "mean")).reset_index()
-    return out.sort_values(["run", "seq_len", "step"]).reset_index(drop=True)
-
-
-def summary(reads, gate=0.9):
-    rows = []
-    for (run, seq_len), part in reads.groupby(["run", "seq_len"], sort=False):
-        part = part.sort_values("step")
-        steps = part["step"].to_numpy(dtype=float)
-        mean = part["mean"].to_numpy()
-        widths = np.diff(np.concatenate([[0.0], steps]))  # the steps each read stands for
-        first = lambda ok: float(steps[np.argmax(ok)]) if ok.any() else np.nan  # noqa: E731
-        rows.append({"run": run, "seq_len": seq_len, "gate": gate,
-                     "first_mean_at_gate": first(mean >= gate),
-                     "first_min_at_gate": first(part["min"].to_numpy() >= gate),
-                     "last_step": steps[-1], "last_mean": mean[-1],
-                     "last_min": part["min"].iloc[-1], "last_digit": part["digit"].iloc[-1],
-                     "area_per_step": float((widths * mean).sum() / steps[-1])})
-    return pd.DataFrame(rows)
+# The curve's statistics live in the analysis package, where the finetune_budget claims table
+# reads them too.
+from poslab_analysis.statistics.budget_curve import per_read, summary  # noqa: E402
 
 
 def draw(reads, out_base, gate=0.9):

@@ -3,6 +3,8 @@ summary.csv, so that every number in them can be regenerated with one command:
 
     /usr/bin/python3 notebooks/claims.py results/lm_extrapolation     # one study's tables
     /usr/bin/python3 notebooks/claims.py results/pose                 # docs/11's PoSE table
+    /usr/bin/python3 notebooks/claims.py results/finetune_budget      # issue 48's fine-tuning
+                                                                      # budget rows (regime column)
     /usr/bin/python3 notebooks/claims.py results                      # the count per paper
     /usr/bin/python3 notebooks/claims.py --metrics results/length_generalization
                                            # the paper-metric values quoted in the docs, as CSV
@@ -14,6 +16,7 @@ poslab_analysis/claims/tables.py.
 import sys
 
 from poslab_analysis.claims import paper_metrics, tables
+from poslab_analysis.reading.study_files import StudyFileError
 
 
 def main(argv):
@@ -36,4 +39,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    try:
+        sys.exit(main(sys.argv))
+    except StudyFileError as e:  # a study's file that cannot be read: one line, not a traceback
+        print(f"claims.py: error: {e}", file=sys.stderr)
+        sys.exit(1)

@@ -65,6 +65,25 @@ class Rules(unittest.TestCase):
         for rule in (rules.ABOVE_ZERO, rules.BELOW_ZERO, rules.BEATS):
             self.assertEqual(rules.verdict((0.0, -0.1, 0.1, 3), *rule), "inconclusive")
 
+    def test_thresholds(self):
+        # at_least(0.9): a low end touching 0.9 agrees ("at least"); a high end at 0.9 is not
+        # below it; straddling is inconclusive.
+        at_09 = rules.at_least(0.9)
+        self.assertEqual(rules.verdict((0.95, 0.9, 1.0, 3), *at_09), "agree")
+        self.assertEqual(rules.verdict((0.85, 0.8, 0.9, 3), *at_09), "inconclusive")
+        self.assertEqual(rules.verdict((0.85, 0.8, 0.899, 3), *at_09), "disagree")
+        self.assertEqual(rules.verdict((0.9, 0.85, 0.95, 3), *at_09), "inconclusive")
+        # above(-0.05): the whole interval above -0.05 agrees; an end at -0.05 does not.
+        above = rules.above(-0.05)
+        self.assertEqual(rules.verdict((0.0, -0.04, 0.04, 3), *above), "agree")
+        self.assertEqual(rules.verdict((0.0, -0.05, 0.04, 3), *above), "inconclusive")
+        self.assertEqual(rules.verdict((-0.2, -0.3, -0.06, 3), *above), "disagree")
+        self.assertEqual(rules.verdict((-0.1, -0.2, -0.05, 3), *above), "inconclusive")
+        # above(0) judges as ABOVE_ZERO does.
+        for interval in ((0.1, 0.05, 0.15, 3), (0.0, -0.1, 0.1, 3), (-0.1, -0.15, -0.05, 3)):
+            self.assertEqual(rules.verdict(interval, *rules.above(0.0)),
+                             rules.verdict(interval, *rules.ABOVE_ZERO))
+
     def test_one_seed_is_inconclusive(self):
         self.assertEqual(rules.verdict((0.5, float("nan"), float("nan"), 1), *rules.BEATS),
                          "inconclusive")

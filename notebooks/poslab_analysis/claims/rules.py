@@ -56,6 +56,22 @@ AT_MOST_005 = (lambda low, high: high <= 0.05, lambda low, high: low > 0.05)
 BEATS = ABOVE_ZERO
 
 
+def at_least(threshold):
+    """(agrees, disagrees) of "the value reaches `threshold`" (a retrieval rate against 0.9,
+    say): agree if the interval's low end is >= threshold, disagree if its high end is below it;
+    an interval that straddles it is inconclusive. The low end may touch the threshold: "at
+    least 0.9" holds at 0.9."""
+    return (lambda low, high: low >= threshold, lambda low, high: high < threshold)
+
+
+def above(threshold):
+    """(agrees, disagrees) of "the value is above `threshold`" (a difference against 0, or
+    against a tolerated loss such as -0.05): agree if the whole interval is above it (low end >
+    threshold), disagree if the whole interval is below it (high end < threshold); an interval
+    that contains it is inconclusive. above(0.0) is ABOVE_ZERO."""
+    return (lambda low, high: low > threshold, lambda low, high: high < threshold)
+
+
 def verdict(m, agrees, disagrees):
     """agree / disagree / inconclusive for a measured interval m = (mean, low, high, n): the
     claim is judged only with at least 2 seeds, by agrees(low, high) and disagrees(low, high)."""
@@ -242,10 +258,13 @@ def tally(record, paper, parts, row=None, evidence=None, combine=None):
             record.weigh(row, parts[0], evidence, combine)
 
 
-def table_head(intro):
+def table_head(intro, regime=False):
     """The opening of a study's claims table: a paragraph (`intro`: the gate line, the metric,
-    the split, L) and the header of the five columns every study's rows fill."""
+    the split, L) and the header of the five columns every study's rows fill; regime=True adds
+    a sixth, after the claim: the regime the row measures it in (the method, s, the fine-tune's
+    steps and length, L), for a study whose rows each have their own."""
+    regime_column = "regime | " if regime else ""
     return [f"\n{intro}\n",
-            "| published claim | what the paper measured; what the verdict uses | measured | "
-            "rule | verdict |",
-            "|---|---|---|---|---|"]
+            f"| published claim | {regime_column}what the paper measured; what the verdict uses | "
+            "measured | rule | verdict |",
+            "|---|---|---|---|---|" + ("---|" if regime else "")]

@@ -11,15 +11,15 @@ import os
 
 from poslab_analysis.claims.rules import Tally
 from poslab_analysis.claims.studies import context_extension, context_extension_methods, \
-    context_extension_retrieval, length_generalization, lm_extrapolation, pose, state_reuse
-from poslab_analysis.claims.studies import sink_token
+    context_extension_retrieval, finetune_budget, length_generalization, lm_extrapolation, pose, \
+    sink_token, state_reuse
 
 # The kinds of study that have a claims table, and the module that reads each.
 STUDIES = {"lm_extrapolation": lm_extrapolation, "length_generalization": length_generalization,
            "state_reuse": state_reuse, "context_extension": context_extension, "pose": pose,
            "context_extension_retrieval": context_extension_retrieval,
            "context_extension_methods": context_extension_methods,
-           "sink_token": sink_token}
+           "sink_token": sink_token, "finetune_budget": finetune_budget}
 # The registry: the papers (claims/papers/NAME.py) whose rows each study's table holds, in
 # order, one line per study (a study without a line has a table with no rows yet).
 PAPERS = {
@@ -31,6 +31,7 @@ PAPERS = {
     "context_extension_retrieval": "chen2023 bloc97_2023 peng2023 press2022 sun2023",
     "context_extension_methods": "ding2024 jin2024 su2023 chiang2022 xiao2023 zhu2023",
     "sink_token": "xiao2023",
+    "finetune_budget": "chen2023 peng2023 zhu2023",
 }
 # The order of the studies in the count per paper (summary_table). The PoSE study is not counted:
 # it has one seed, so its verdicts are inconclusive by rule until it has more.

@@ -8,8 +8,8 @@ as a sensitivity that is never counted, the choice that could change its verdict
 context-matched (tokens compared by the context they see, as Press et al.'s Appendix B does),
 rule 3 against the plain fine-tune (ft_none: fine-tuned at 4L as PI is, without interpolation),
 which separates what interpolation costs at L from what fine-tuning at 4L costs."""
-from poslab_analysis.claims.rules import ABOVE_ZERO, BEATS, combined_verdict, compare, fmt, \
-    no_skill, sensitivity, tally, unless, verdict
+from poslab_analysis.claims.rules import ABOVE_ZERO, BEATS, above, at_least, combined_verdict, \
+    compare, fmt, no_skill, sensitivity, tally, unless, verdict
 from poslab_analysis.claims.studies.context_extension import CE_BUDGET, CE_WITHIN
 from poslab_analysis.statistics import seeds
 from poslab_analysis.statistics.seeds import paired
@@ -155,3 +155,39 @@ def not_converged(study, fine_tune, base, L=64):
         return None
     return (f"at 400 steps, not converged: {fine_tune}'s own loss at 4x {own:.3f} against "
             f"{base}'s {start:.3f} at 1x")
+
+
+def finetune_budget(study, record=None):
+    """Decisions 1 and 2 of experiments/finetune_budget.protocol.md: PI (s = 4) fine-tuned at
+    sL = 256 with the passkey mix, read against its steps, from bases that retrieve at L = 64."""
+    pi, plain = "ft_pi_s4", "ft_none"
+    # 1. "PI final at 256: agree if the interval's low end >= 0.9, disagree if its high end
+    # < 0.9, else inconclusive" (the t interval over the passing seeds).
+    final = study.final(pi, 256)
+    lines = [study.row(
+        "1. PI fine-tuned briefly retrieves the passkey over the whole extended window", NAME,
+        study.regime(pi),
+        "passkey retrieval up to the extended window after at most 1,000 steps (LLaMA 7B-65B); "
+        "here the test read at sL = 256 after the budget",
+        f"{pi}, final greedy exact match at 256, mean over depths (per seed "
+        f"{study.per_seed(final)})", seeds.t_interval(final.tolist()),
+        "low end >= 0.9 agrees, high end < 0.9 disagrees", at_least(0.9), record,
+        f"; first validation read >= 0.9 at 256 (per seed): "
+        f"{study.per_seed(study.first_at_gate(pi), 0)}",
+        shown=seeds.proportion_interval(final.tolist()))]
+    # 2. "area(PI) - area(none): agree if the interval is above 0, disagree if below 0, else
+    # inconclusive" (paired by base seed).
+    a_pi, a_plain = study.area(pi), study.area(plain)
+    lines.append(study.row(
+        "2. fine-tuning without interpolation extends the context slowly: PI retrieves at sL "
+        "sooner than plain fine-tuning", NAME,
+        f"{study.regime(pi)}; against {study.regime(plain)}",
+        "passkey: 2048 -> 2560 after 10,000 steps without interpolation, PI the whole window "
+        "within a few hundred; here the area under the validation curve at 256 per step",
+        f"area({pi}) - area({plain}) at 256, paired by seed", seeds.paired(a_pi, a_plain),
+        "interval above 0 agrees, below 0 disagrees", above(0.0), record,
+        f"; area per seed, PI {study.per_seed(a_pi)}, none {study.per_seed(a_plain)}; first "
+        f"read >= 0.9, PI {study.per_seed(study.first_at_gate(pi), 0)}, none "
+        f"{study.per_seed(study.first_at_gate(plain), 0)}",
+        shown=seeds.paired_proportion(a_pi, a_plain)))
+    return lines

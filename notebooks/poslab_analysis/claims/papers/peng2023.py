@@ -2,7 +2,8 @@
 study. Dynamic scaling avoids the blow-up beyond s x L; YaRN beats PI and NTK without and after
 fine-tuning, needs fewer fine-tuning steps, and reads beyond its fine-tuning length."""
 from poslab_analysis.claims.papers.jin2024 import every
-from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, fmt, qualified, tally, verdict
+from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, above, fmt, qualified, tally, \
+    verdict
 from poslab_analysis.claims.studies.context_extension import CE_BUDGET, CE_BUDGETS, \
     CE_WITHIN, best_of
 from poslab_analysis.statistics import seeds
@@ -141,3 +142,51 @@ def baselines_beyond(study, variant, L=64):
         said.append(f"above the {name} ({baseline:.3f}) at {', '.join(where)}" if where
                     else f"below the {name} at every length")
     return "; ".join(said)
+
+
+def finetune_budget(study, record=None):
+    """Decisions 3 and 4 of experiments/finetune_budget.protocol.md: YaRN against PI in steps
+    (the area under the retrieval curve at 256), and YaRN s = 8 fine-tuned at sL/2 = 256 read
+    at sL = 512."""
+    yarn, pi, yarn8 = "ft_yarn_s4", "ft_pi_s4", "ft_yarn_s8"
+    # 3. "area(YaRN s = 4) - area(PI): agree if the interval is above 0, disagree if below 0,
+    # else inconclusive" (paired by base seed).
+    a_yarn, a_pi = study.area(yarn), study.area(pi)
+    lines = [study.row(
+        "3. YaRN needs fewer fine-tuning steps than PI (s = 4)", NAME,
+        f"{study.regime(yarn)}; against {study.regime(pi)}",
+        "about 2.5x fewer steps (10x fewer tokens) than earlier methods to a perplexity; here "
+        "the area under the validation retrieval curve at 256 per step",
+        f"area({yarn}) - area({pi}) at 256, paired by seed", seeds.paired(a_yarn, a_pi),
+        "interval above 0 agrees, below 0 disagrees", above(0.0), record,
+        f"; area per seed, YaRN {study.per_seed(a_yarn)}, PI {study.per_seed(a_pi)}; first "
+        f"read >= 0.9, YaRN {study.per_seed(study.first_at_gate(yarn), 0)}, PI "
+        f"{study.per_seed(study.first_at_gate(pi), 0)}",
+        shown=seeds.paired_proportion(a_yarn, a_pi))]
+    # 4. "YaRN s = 8, final at 512 minus final at 256: agree if the interval is above -0.1,
+    # disagree if it is below -0.1, else inconclusive" (paired within each seed's run).
+    at_512, at_256 = study.final(yarn8, 512), study.final(yarn8, 256)
+    lines.append(study.row(
+        "4. YaRN s = 8 fine-tuned at sL/2 = 256 still retrieves at sL = 512", NAME,
+        study.regime(yarn8) + ", read at 256 and 512",
+        "trained on 64k (s = 32, sL/2), usable to 128k = sL; here the test read at 512 against "
+        "the one at 256",
+        f"{yarn8}, final at 512 minus final at 256, mean over depths, paired by seed",
+        seeds.paired(at_512, at_256), "interval above -0.1 agrees, below -0.1 disagrees",
+        above(-0.1), record,
+        f"; at 512 per seed {study.per_seed(at_512)}, at 256 {study.per_seed(at_256)}; its "
+        f"curve at 512 (validation, mean over depths and seeds): "
+        f"{curve_points(study.curve_means(yarn8, 512))}",
+        shown=seeds.paired_proportion(at_512, at_256)))
+    return lines
+
+
+def curve_points(means, every=500):
+    """A curve in a few reads: the first, one every `every` steps, the last ("step 100 0.72,
+    500 0.40, ..., 2,500 0.00"); "no reads" when empty."""
+    if means.empty:
+        return "no reads"
+    steps = list(means.index)
+    keep = [s for i, s in enumerate(steps)
+            if i == 0 or i == len(steps) - 1 or s % every == 0]
+    return ", ".join(f"step {int(s):,} {means[s]:.2f}" for s in keep)

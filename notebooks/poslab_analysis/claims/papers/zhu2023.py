@@ -3,7 +3,7 @@ as well as fine-tuning at L' does, and far better than random position ids (Rand
 LLaMA-7B, 2k -> 16k with linear PI, perplexity on GovReport at 2k, 4k, 8k and 16k (every length
 from L to L'); the PoSE study reads 64 -> 256 bytes at 64, 128, 192 and 256."""
 from poslab_analysis.claims.papers.chen2023 import not_converged
-from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, fmt
+from poslab_analysis.claims.rules import AT_MOST_005, BELOW_ZERO, above, at_least, fmt
 from poslab_analysis.statistics import seeds
 from poslab_analysis.statistics.seeds import paired
 
@@ -64,4 +64,34 @@ def context_extension_methods(study, record=None):
         f"{study.proportion(passkey('ft256_pi', 4 * L))}; zs_linear_s4 at 1x "
         f"{study.proportion(passkey('zs_linear_s4', L))}",
         reasons=study.skill("pose_pi", start="zs_linear_s4")))
+    return lines
+
+
+def finetune_budget(study, record=None):
+    """Decisions 5 and 6 of experiments/finetune_budget.protocol.md: PoSE (trained at L = 64 with
+    position ids covering the target 256, linear s = 4) read at 256, alone and against PI
+    fine-tuned at the full 256 for the same steps."""
+    pose, pi = "pose_pi_s4", "ft_pi_s4"
+    # 5. "PoSE final at 256: as 1" (low end >= 0.9 agrees, high end < 0.9 disagrees).
+    final = study.final(pose, 256)
+    lines = [study.row(
+        "5. PoSE retrieves within its target window (256)", NAME, study.regime(pose),
+        "passkey >= 90% inside the 16k / 32k targets (Fig. 2b); here the test read at 256",
+        f"{pose}, final greedy exact match at 256, mean over depths (per seed "
+        f"{study.per_seed(final)})", seeds.t_interval(final.tolist()),
+        "low end >= 0.9 agrees, high end < 0.9 disagrees", at_least(0.9), record,
+        f"; at 64 {fmt(*seeds.proportion_interval(study.final(pose, 64).tolist()))}",
+        shown=seeds.proportion_interval(final.tolist()))]
+    # 6. "PoSE final at 256 minus PI final at 256: agree ("matches") if the interval's low end
+    # is above -0.05, disagree if its high end is below -0.05, else inconclusive".
+    p, f = study.final(pose, 256), study.final(pi, 256)
+    lines.append(study.row(
+        "6. PoSE matches full-length fine-tuning at the target (256)", NAME,
+        f"{study.regime(pose)}; against {study.regime(pi)}",
+        "perplexity at the target within 0.03 of full-length fine-tuning (Table 1); here the "
+        "test retrieval at 256",
+        f"{pose} minus {pi}, final at 256, paired by seed", seeds.paired(p, f),
+        "low end above -0.05 agrees, high end below -0.05 disagrees", above(-0.05), record,
+        f"; PoSE per seed {study.per_seed(p)}, PI {study.per_seed(f)}",
+        shown=seeds.paired_proportion(p, f)))
     return lines
