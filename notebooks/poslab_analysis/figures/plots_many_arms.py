@@ -230,6 +230,9 @@ def stream_faceted(streams, info, out_dir, name="loss_by_stream_position"):
     settings = sorted(settings.drop_duplicates().itertuples(index=False, name=None),
                       key=lambda s: (list(CACHE_COLOURS).index(s[0]) if s[0] in CACHE_COLOURS
                                      else 9, -s[1], s[2], str(s[3])))
+    # The first token is evicted once the cache holds S + R + 1 keys (the caches compared share
+    # that size; L when R is left to its default, less when the study sets a smaller cache).
+    evict = max(int(sinks) + int(recent) + 1 for _, sinks, recent, _ in settings)
     for c, m in enumerate(models):
         top, bottom = grid[0][c], grid[1][c]
         part = data[data["model"] == m]
@@ -261,7 +264,7 @@ def stream_faceted(streams, info, out_dir, name="loss_by_stream_position"):
             ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=2))
             ax.xaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%d"))
             ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-            poslab_style.reference_line(ax, width, f"L = {width}: eviction starts", axis="x")
+            poslab_style.reference_line(ax, evict, f"{evict} keys: eviction starts", axis="x")
             ax.set_xlabel("position in the stream (bytes, centre of a bin)")
         top.set_title(f"{m}: loss along the stream, by cache", fontsize=9)
         top.set_ylabel("loss (nats per byte)")

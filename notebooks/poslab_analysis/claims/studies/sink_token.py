@@ -23,8 +23,8 @@ queries 32..63 of test windows of 64 bytes. A **sink head** is a head whose mass
 sink_heads.csv is the diagnostic's own flag at its threshold 0.5 and is not used. The figure of
 the diagnostic (notebooks/sink_diagnostic.py, one column per base run; `poslab plot` draws none):
 
-    cd results/sink_token && /usr/bin/python3 ../../notebooks/sink_diagnostic.py sinks/sinks.png \\
-      "sinks/vanilla4__train.seed-121=vanilla4, seed 121" (... the six base runs)
+    /usr/bin/python3 notebooks/sink_diagnostic.py results/sink_token/sinks/sinks.png \\
+      "results/sink_token/sinks/vanilla4__train.seed-121=vanilla4, seed 121" (... six base runs)
 
 Beside each interval over seeds, the within-stream standard error of each seed's difference
 (statistics/stream_buckets.py, buckets of 64 bytes from loss_by_stream_position.csv)."""
