@@ -35,6 +35,7 @@ import tomllib
 import pandas as pd
 
 from poslab_analysis.claims.rules import Tally, fmt
+from poslab_analysis.claims.studies import context_extension_methods
 from poslab_analysis.reading import study_files
 from poslab_analysis.statistics import seeds
 from poslab_analysis.statistics.stream_buckets import bucket_difference
@@ -191,11 +192,7 @@ class Study:
                 f"cache {keys}{half}, {e['split']} stream {e['stream_length']:,} bytes")
 
 
-def gate_line(study):
-    n = study.summary["run"].nunique()
-    dropped = study.dropped
-    return (f"{n} runs, gate dropped {len(dropped)}"
-            + (f" ({'; '.join(dropped)})" if dropped else ""))
+gate_line = context_extension_methods.gate_line  # how many runs, which the gate dropped, why
 
 
 def table(study_dir, papers, record=None):
