@@ -115,7 +115,7 @@ TEST_CASE("a study expands into grid x variants, the first axis varying slowest"
   CHECK(smoke[11].id == runs[11].id);
 }
 
-TEST_CASE("--smoke keeps the first two seeds and every other axis and variant", "[runner]") {
+TEST_CASE("the smoke version keeps the first two seeds and every other axis and variant", "[runner]") {
   const poslab::Study study = poslab::parse_study(R"(
 [study]
 name = "seeds"

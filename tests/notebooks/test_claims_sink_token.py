@@ -70,16 +70,21 @@ def sink_heads(mass):
                          for layer in range(4) for head in range(4)])
 
 
-CONFIG = """[model]
+STUDY_FILE = """[study]
+name = "sink_token"
+[base.model]
 n_layers = 4
-[train]
+[base.train]
 seq_len = 64
 steps = 8000
-[eval]
+[base.eval]
 split = "test"
 stream_length = 19200
 stream_sinks = 4
 stream_recent = 27
+[[variant]]
+name = "vanilla4"
+set = {}
 """
 
 
@@ -93,7 +98,9 @@ def write_study(directory, d_window=None, d_s1=None, vanilla_mass=None, sink_mas
     masses = {"vanilla4": {s: 0.05 for s in SEEDS} | (vanilla_mass or {}),
               "sink4": {s: 0.15 for s in SEEDS} | (sink_mass or {})}
     study = os.path.join(directory, "sink_token")
-    os.makedirs(os.path.join(study, "configs"))
+    os.makedirs(study)
+    with open(os.path.join(study, "study.toml"), "w") as f:
+        f.write(STUDY_FILE)
     rows, buckets = [], []
     for base in ("vanilla4", "sink4"):
         for seed in SEEDS:
@@ -108,8 +115,6 @@ def write_study(directory, d_window=None, d_s1=None, vanilla_mass=None, sink_mas
             os.makedirs(os.path.join(study, "sinks", run))
             sink_heads(masses[base][seed]).to_csv(
                 os.path.join(study, "sinks", run, "sink_heads.csv"), index=False)
-            with open(os.path.join(study, "configs", run + ".toml"), "w") as f:
-                f.write(CONFIG)
     summary = pd.DataFrame(rows)
     summary.to_csv(os.path.join(study, "summary.csv"), index=False)
     for _, row in summary[summary["kind"] != "main"].iterrows():
@@ -196,7 +201,7 @@ class ClaimsSinkToken(unittest.TestCase):
         self.assertNotIn("seed 123", rows["8"][0])  # its diagnostic is not shown either
         self.assertIn("n=3", rows["7"][0])  # vanilla4 keeps its three seeds
 
-    def test_the_regime_is_read_from_the_resolved_config(self):
+    def test_the_regime_is_read_from_the_study_file(self):
         table = self.table()
         self.assertIn("here: 4 layers, L = 64, 8,000 steps, cache 32 = L/2, test stream 19,200 "
                       "bytes; the paper: Llama-2-7B, cache 4,096", table)

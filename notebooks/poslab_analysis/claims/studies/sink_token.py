@@ -175,21 +175,26 @@ class Study:
         return "; ".join(parts) or "no gated seeds"
 
     def regime(self):
-        """The setting of this study's streams, from the resolved config of the first vanilla4
-        run (configs/<run>.toml): layers, L, steps, cache keys, stream bytes, split."""
-        s = self.summary
-        runs = sorted(s[s["variant"] == "vanilla4"]["train.seed"].unique())
-        path = (os.path.join(self.dir, "configs", run_dir("vanilla4", int(runs[0])) + ".toml")
-                if runs else "")
+        """The setting of this study's streams, from STUDY/study.toml (the study file, copied by
+        the runner and committed; configs/ is not): [base] with vanilla4's `set` over it:
+        layers, L, steps, cache keys, stream bytes, split."""
+        path = os.path.join(self.dir, "study.toml")
         if not os.path.exists(path):
-            return "no resolved config of vanilla4 under configs/"
+            return "no study.toml"
         with open(path, "rb") as f:
-            c = tomllib.load(f)
-        e, t = c["eval"], c["train"]
-        keys = e["stream_sinks"] + e["stream_recent"] + 1  # S + R + the current token
-        half = " = L/2" if 2 * keys == t["seq_len"] else ""
-        return (f"{c['model']['n_layers']} layers, L = {t['seq_len']}, {t['steps']:,} steps, "
-                f"cache {keys}{half}, {e['split']} stream {e['stream_length']:,} bytes")
+            study = tomllib.load(f)
+        setting = {f"{section}.{key}": value
+                   for section, table in study.get("base", {}).items() for key, value in table.items()}
+        for variant in study.get("variant", []):
+            if variant.get("name") == "vanilla4":
+                setting.update(variant.get("set", {}))
+        L, sinks = setting["train.seq_len"], setting.get("eval.stream_sinks", 4)
+        recent = setting.get("eval.stream_recent", 0) or L - 1 - sinks  # 0: the default
+        keys = sinks + recent + 1  # S + R + the current token
+        half = " = L/2" if 2 * keys == L else ""
+        return (f"{setting['model.n_layers']} layers, L = {L}, {setting['train.steps']:,} steps, "
+                f"cache {keys}{half}, {setting.get('eval.split', 'valid')} stream "
+                f"{setting['eval.stream_length']:,} bytes")
 
 
 gate_line = context_extension_methods.gate_line  # how many runs, which the gate dropped, why
