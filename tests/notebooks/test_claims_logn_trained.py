@@ -31,7 +31,9 @@ import pandas as pd
 REPO = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 sys.path.insert(0, os.path.join(REPO, "notebooks"))
 from poslab_analysis.claims import tables  # noqa: E402
+from poslab_analysis.reading import study_files  # noqa: E402
 from poslab_analysis.reading.study_files import StudyFileError  # noqa: E402
+from poslab_analysis.statistics import seeds  # noqa: E402
 
 SEEDS = (71, 72, 74)
 W = {71: -0.01, 72: 0.0, 74: 0.01}
@@ -156,6 +158,24 @@ class ClaimsLognTrained(unittest.TestCase):
         self.assertIn("in_distribution_ok): 2 of 3 seeds passed; seed 74 dropped from every "
                       "paired statistic (rope64_logn: test loss at 64 3.000, bigram baseline "
                       "2.400, in_distribution_ok false)", table)
+
+    def test_the_figures_drop_the_same_seed(self):
+        # summary_ci.csv and the figures read summary.csv through the protocol's gate
+        # (reading/protocol_gates.py): rope64 at seed 74 passes the loss gate itself, and goes
+        # with its seed's rope64_logn, so every mean is over the seeds row 6 pairs.
+        with tempfile.TemporaryDirectory() as d:
+            study = write_study(d, failing=(("rope64_logn", 74),))
+            summary = study_files.read_summary(study)
+            ci = seeds.aggregate(summary)
+        main = summary[summary["kind"] == "main"].set_index("run")["in_distribution_ok"]
+        self.assertEqual(main.to_dict(), {
+            "rope64,train.seed=71": True, "rope64,train.seed=72": True,
+            "rope64,train.seed=74": False, "rope64_logn,train.seed=71": True,
+            "rope64_logn,train.seed=72": True, "rope64_logn,train.seed=74": False})
+        at_16x = ci[(ci["kind"] == "length") & (ci["factor"] == 16.0)].set_index("variant")
+        self.assertEqual(at_16x.loc["rope64", "n"], 2)
+        self.assertEqual(at_16x.loc["rope64", "dropped"], 1)
+        self.assertAlmostEqual(at_16x.loc["rope64_logn", "loss_mean"], 3.9 - 0.1 - 0.005)
 
     def test_one_seed_left_is_no_verdict(self):
         table = self.table(failing=(("rope64", 72), ("rope64_logn", 74)))

@@ -14,7 +14,8 @@ are not committed, so the table comes out the same from a `git archive` copy of 
     arms has in_distribution_ok true (the runner's loss gate: below the test split's bigram
     baseline); a seed whose either arm fails is dropped from every paired statistic and named in
     the gate line. A seed with an arm not yet in summary.csv (a study still running) is named
-    as not finished, not as dropped;
+    as not finished, not as dropped. The gate is reading/protocol_gates.py's SeedLossGate,
+    registered for the study, so the figures and summary_ci.csv drop the same seeds;
   - the loss on the whole test split in chunks of f x 64 bytes (kind "length", factor f): row 6
     is rope64_logn minus rope64 at f = 16, paired by seed (claims/papers/chiang2022.py's
     logn_trained);
@@ -31,7 +32,7 @@ import pandas as pd
 
 from poslab_analysis.claims.rules import Tally, fmt, table_head
 from poslab_analysis.claims.studies import finetune_budget, sink_token
-from poslab_analysis.reading import study_files
+from poslab_analysis.reading import protocol_gates, study_files
 from poslab_analysis.statistics import seeds
 
 L = 64                       # the training length, bytes
@@ -42,7 +43,8 @@ BESIDE = (2.0, 4.0, 8.0, 1.0)  # the same difference, shown, not decisive
 FACTORS = (1.0, 2.0, 4.0, 8.0, 16.0)
 DEPTHS = 5                   # passkey depths 0, 0.25, 0.5, 0.75, 1
 SIBLING = "context_extension_methods"  # the study whose rope64 this one retrains
-NEEDED = ("train.seed", "variant", "factor", "loss", "in_distribution_ok", "bigram_loss")
+NEEDED = ("train.seed", "variant", "factor", "seq_len", "loss", "in_distribution_ok",
+          "bigram_loss")
 
 
 def run_dir(variant, seed):
@@ -50,14 +52,13 @@ def run_dir(variant, seed):
     return f"{variant}__train.seed-{seed}"
 
 
-def passes(value):
-    """in_distribution_ok as the runner writes it ("true"/"false"; pandas may read a bool)."""
-    return str(value).strip().lower() == "true"
+GATE = protocol_gates.PROTOCOL_GATES["logn_trained"]  # the protocol's gate (SeedLossGate)
 
 
-def seed_gate(main, seed):
-    """The protocol's gate for one seed, from the `main` rows: ("passed", None),
-    ("dropped", why) when an arm's in_distribution_ok is not true, or ("not finished", why) when
+def seed_gate(main, why, seed):
+    """The protocol's gate for one seed, from the `main` rows and GATE's {run: why}:
+    ("passed", None); ("dropped", why) when the gate drops the seed's runs, naming each arm
+    that fails the loss gate itself (its partner goes with it); or ("not finished", why) when
     an arm has no main row yet."""
     failed, missing = [], []
     for arm in ARMS:
@@ -65,11 +66,9 @@ def seed_gate(main, seed):
         if rows.empty:
             missing.append(arm)
             continue
-        row = rows.iloc[0]
-        if not passes(row["in_distribution_ok"]):
-            failed.append(f"{arm}: test loss at {L} {row['loss']:.3f}, bigram baseline "
-                          f"{row['bigram_loss']:.3f}, in_distribution_ok "
-                          f"{str(row['in_distribution_ok']).lower()}")
+        run, own = rows["run"].iloc[0], str(rows["in_distribution_ok"].iloc[0]).strip().lower()
+        if run in why and own != "true":  # this arm failed (not only dropped with the other)
+            failed.append(f"{arm}: {why[run]}")
     if failed:
         return "dropped", "; ".join(failed)
     if missing:
@@ -115,7 +114,8 @@ class Study:
         s = self.summary
         main = s[s["kind"] == "main"]
         self.seeds_read = sorted(int(x) for x in main["train.seed"].dropna().unique())
-        self.gate = {seed: seed_gate(main, seed) for seed in self.seeds_read}
+        why = GATE.dropped(s)  # {run: why} of every run the protocol's gate drops
+        self.gate = {seed: seed_gate(main, why, seed) for seed in self.seeds_read}
         self.passed = [seed for seed, (state, _) in self.gate.items() if state == "passed"]
         self.dropped = {seed: why for seed, (state, why) in self.gate.items()
                         if state == "dropped"}
