@@ -5,6 +5,8 @@ summary.csv, so that every number in them can be regenerated with one command:
     /usr/bin/python3 notebooks/claims.py results/pose                 # docs/11's PoSE table
     /usr/bin/python3 notebooks/claims.py results/finetune_budget      # issue 48's fine-tuning
                                                                       # budget rows (regime column)
+    /usr/bin/python3 notebooks/claims.py results/logn_trained         # issue 49's log-n trained
+                                                                      # in (Chiang & Cholak, row 6)
     /usr/bin/python3 notebooks/claims.py results                      # the count per paper
     /usr/bin/python3 notebooks/claims.py --metrics results/length_generalization
                                            # the paper-metric values quoted in the docs, as CSV

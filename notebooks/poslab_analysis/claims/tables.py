@@ -11,15 +11,16 @@ import os
 
 from poslab_analysis.claims.rules import Tally
 from poslab_analysis.claims.studies import context_extension, context_extension_methods, \
-    context_extension_retrieval, finetune_budget, length_generalization, lm_extrapolation, pose, \
-    sink_token, state_reuse
+    context_extension_retrieval, finetune_budget, length_generalization, lm_extrapolation, \
+    logn_trained, pose, sink_token, state_reuse
 
 # The kinds of study that have a claims table, and the module that reads each.
 STUDIES = {"lm_extrapolation": lm_extrapolation, "length_generalization": length_generalization,
            "state_reuse": state_reuse, "context_extension": context_extension, "pose": pose,
            "context_extension_retrieval": context_extension_retrieval,
            "context_extension_methods": context_extension_methods,
-           "sink_token": sink_token, "finetune_budget": finetune_budget}
+           "sink_token": sink_token, "finetune_budget": finetune_budget,
+           "logn_trained": logn_trained}
 # The registry: the papers (claims/papers/NAME.py) whose rows each study's table holds, in
 # order, one line per study (a study without a line has a table with no rows yet).
 PAPERS = {
@@ -32,6 +33,7 @@ PAPERS = {
     "context_extension_methods": "ding2024 jin2024 su2023 chiang2022 xiao2023 zhu2023",
     "sink_token": "xiao2023",
     "finetune_budget": "chen2023 peng2023 zhu2023",
+    "logn_trained": "chiang2022",
 }
 # The order of the studies in the count per paper (summary_table). The PoSE study is not counted:
 # it has one seed, so its verdicts are inconclusive by rule until it has more.

@@ -87,12 +87,37 @@ class LossGate:
         return why
 
 
+@dataclass(frozen=True)
+class SeedLossGate:
+    """A seed counts if every run of that seed passes the runner's loss gate (in_distribution_ok
+    on its `main` row: the test loss at its training length below the bigram baseline); a seed
+    where any run fails is dropped whole, every run of it (experiments/logn_trained.protocol.md,
+    "Gate": "a seed whose either arm fails is dropped from the paired statistics and
+    reported"), so that the figures and summary_ci.csv average over the seeds the paired rows
+    use. A run not in summary.csv yet drops nothing."""
+    loss_only_kinds: str = ""  # every row of a run follows the run (see RetrievalGate)
+
+    def dropped(self, summary, retrieval=True):
+        """{run: why} of every run this gate drops (`retrieval` is RetrievalGate's; unused)."""
+        main = summary[summary["kind"] == "main"].drop_duplicates("run")
+        ok = main["in_distribution_ok"].astype(str).str.strip().str.lower() == "true"
+        why = {row["run"]: (f"test loss at {int(row['seq_len'])} {row['loss']:.3f}, bigram "
+                            f"baseline {row['bigram_loss']:.3f}, in_distribution_ok "
+                            f"{str(row['in_distribution_ok']).lower()}")
+               for _, row in main[~ok].iterrows()}
+        failed_seeds = set(main.loc[~ok, "train.seed"])
+        for _, row in main[ok & main["train.seed"].isin(failed_seeds)].iterrows():
+            why[row["run"]] = f"another run of seed {row['train.seed']} failed the loss gate"
+        return why
+
+
 # study name (summary.csv's "study" column) -> its protocol's gate
 PROTOCOL_GATES = {
     "context_extension_retrieval": RetrievalGate(length=64, threshold=0.9, depths=5),
     "context_extension_methods": RetrievalGate(length=64, threshold=0.9, depths=5,
                                                loss_only_kinds="stream_"),
     "sink_token": LossGate(),
+    "logn_trained": SeedLossGate(),
 }
 
 
