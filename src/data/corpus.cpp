@@ -395,13 +395,15 @@ double unigram_cross_entropy(const std::vector<std::int32_t>& train,
   return -sum_log_p / static_cast<double>(valid.size());
 }
 
-StreamBatcher::StreamBatcher(std::vector<std::int32_t> tokens, int batch, int len)
+StreamBatcher::StreamBatcher(std::shared_ptr<const std::vector<std::int32_t>> tokens, int batch,
+                             int len)
     : tokens_(std::move(tokens)), batch_(batch), len_(len) {
+  if (!tokens_) throw std::runtime_error("StreamBatcher: no tokens (null pointer)");
   if (batch_ <= 0 || len_ <= 0) {
     throw std::runtime_error("StreamBatcher: B and L must be positive, got B=" +
                              std::to_string(batch_) + ", L=" + std::to_string(len_));
   }
-  const auto n = static_cast<std::int64_t>(tokens_.size());
+  const auto n = static_cast<std::int64_t>(tokens_->size());
   stream_length_ = n / batch_;                    // S
   batches_per_pass_ = (stream_length_ - 1) / len_;  // each batch needs L + 1 tokens per stream
   if (stream_length_ < std::int64_t(len_) + 1) {  // in 64 bits: L = 2^31 - 1 must not wrap
@@ -425,7 +427,7 @@ bool StreamBatcher::next(Batch& out) {
 
   for (std::size_t b = 0; b < rows; ++b) {
     // Row b of the batch: stream b, columns [t*L, t*L + L), and the token after each.
-    const std::int32_t* row = tokens_.data() + static_cast<std::int64_t>(b) * stream_length_ + start;
+    const std::int32_t* row = tokens_->data() + static_cast<std::int64_t>(b) * stream_length_ + start;
     std::int32_t* inputs = out.inputs.data() + b * cols;
     std::int32_t* targets = out.targets.data() + b * cols;
     for (std::size_t i = 0; i < cols; ++i) {

@@ -40,6 +40,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -168,8 +169,13 @@ double unigram_cross_entropy(const std::vector<std::int32_t>& train,
 class StreamBatcher : public BatchSource {
  public:
   // Throws std::runtime_error if batch or len is not positive, or if the tokens cannot fill a
-  // single batch (fewer than batch * (len + 1) tokens).
-  StreamBatcher(std::vector<std::int32_t> tokens, int batch, int len);
+  // single batch (fewer than batch * (len + 1) tokens). The tokens are shared, not copied: every
+  // batcher of a split (training, validation reads, the passkey curve) reads the one cached copy.
+  StreamBatcher(std::shared_ptr<const std::vector<std::int32_t>> tokens, int batch, int len);
+  // The same over tokens of its own (tests, generated streams).
+  StreamBatcher(std::vector<std::int32_t> tokens, int batch, int len)
+      : StreamBatcher(std::make_shared<const std::vector<std::int32_t>>(std::move(tokens)), batch,
+                      len) {}
 
   // Fills `out` with batch t and advances to t + 1 (or back to 0 at the end of a pass).
   // The stream is endless, so this always returns true; callers bound their loops by step count
@@ -187,7 +193,7 @@ class StreamBatcher : public BatchSource {
   std::int64_t stream_length() const { return stream_length_; }  // S
 
  private:
-  std::vector<std::int32_t> tokens_;
+  std::shared_ptr<const std::vector<std::int32_t>> tokens_;
   int batch_;                     // B
   int len_;                       // L
   std::int64_t stream_length_;    // S = n / B

@@ -84,14 +84,15 @@ std::unique_ptr<BatchSource> make_batch_source(const Config& cfg, const SourceSp
     // and leaves the batch's position ids alone, so an instance row of L bytes is read at the
     // same skipping ids as the text rows beside it: its key line and its question can lie up to
     // L' - 1 positions apart (PoSE's point), though the instance is only L bytes long.
+    // Both batchers share the cached split (an aliasing shared_ptr: no copy of the tokens).
+    const std::shared_ptr<const std::vector<std::int32_t>> shared(split, &tokens);
     std::unique_ptr<BatchSource> stream;
     if (spec.split == Split::train && cfg.train.pose_target_len > 0)
-      stream = std::make_unique<PoseBatcher>(
-          std::shared_ptr<const std::vector<std::int32_t>>(split, &tokens), cfg.train.batch_size,
+      stream = std::make_unique<PoseBatcher>(shared, cfg.train.batch_size,
           spec.len, cfg.train.pose_target_len, pose_variant_from_name(cfg.train.pose_variant),
           task_seed(cfg.train.seed, Split::train));
     else
-      stream = std::make_unique<StreamBatcher>(tokens, cfg.train.batch_size, spec.len);
+      stream = std::make_unique<StreamBatcher>(shared, cfg.train.batch_size, spec.len);
     if (spec.split != Split::train || !(cfg.train.passkey_fraction > 0)) return stream;
     return std::make_unique<PasskeyMix>(std::move(stream), make_passkey_generator(cfg, Split::train),
                                         cfg.train.passkey_fraction, cfg.train.seed);
