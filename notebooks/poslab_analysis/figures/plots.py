@@ -54,9 +54,12 @@ def mean_band(ax, frame, x, y, label, **style):
     from_cycle = style["color"] is None  # no encoding colour: matplotlib's next one
     style.setdefault("marker", "o")
     style.setdefault("markersize", 3.5)
+    given_ls = "ls" in style or "linestyle" in style
     line, = ax.plot(stats[x], stats["mean"], lw=1.4, label=poslab_style.label(name), **style)
     if from_cycle:
         distinct_colour(ax, line)
+    if not given_ls:
+        distinct_line_style(ax, line)
     line.poslab_n = (int(stats["n"].min()), int(stats["n"].max()))  # seeds: the legend says n
     if (stats["n"] > 1).any():
         ax.fill_between(stats[x], stats["low"], stats["high"], alpha=0.12, lw=0,
@@ -77,6 +80,33 @@ def distinct_colour(ax, line):
     free = [c for c in cycle if matplotlib.colors.to_hex(c) not in others]
     if free:
         line.set_color(free[0])
+
+
+# Line styles and markers a curve takes, in this order, when another curve of its panel already
+# looks like it (same colour, line style and marker): two variants of one encoding, rope64 and
+# rope64_logn, share the encoding's colour.
+LINE_STYLES = ("-", "--", ":", "-.")
+MARKERS = ("o", "s", "^", "D", "v", "P")
+
+
+def distinct_line_style(ax, line):
+    """A curve that would look exactly like another curve of its panel (same colour, line style
+    and marker) takes the first line style, and marker if it has one, that no curve of that
+    colour there uses. Panels without such a clash keep their styles."""
+    def look(other):
+        return (matplotlib.colors.to_hex(other.get_color()), other.get_linestyle(),
+                str(other.get_marker()))
+    others = [other for other in ax.get_lines()
+              if other is not line and not str(other.get_label()).startswith("_")]
+    if look(line) not in {look(other) for other in others}:
+        return
+    colour = matplotlib.colors.to_hex(line.get_color())
+    same_colour = [other for other in others
+                   if matplotlib.colors.to_hex(other.get_color()) == colour]
+    k = len(same_colour)
+    line.set_linestyle(LINE_STYLES[k % len(LINE_STYLES)])
+    if str(line.get_marker()) not in ("None", "none", ""):
+        line.set_marker(MARKERS[k % len(MARKERS)])
 
 
 def dropped_text(frame):
