@@ -231,6 +231,13 @@ class Tally:
         p = multiplicity.p_value(evidence, combine or (lambda vs: vs[0]), verdict)
         self.weighed.append((row, first, p))
 
+    def pass_to(self, record):
+        """Add this table's rows and weighed verdicts to the caller's count (`record`, a Tally or
+        None: the summary at the top of docs/06 counts every table's verdicts)."""
+        if record is not None:
+            record.rows += self.rows
+            record.weighed += self.weighed
+
     def holm_line(self):
         """How many verdicts the table makes and which survive Holm's correction over every
         comparison it counts (multiplicity.holm at family-wise 0.05)."""

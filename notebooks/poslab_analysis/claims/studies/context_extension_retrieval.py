@@ -137,9 +137,7 @@ def table(study_dir, papers, record=None):
     own = Tally()  # this table's verdicts, for its Holm line; then the caller's count
     for paper in papers:
         lines += paper.context_extension_retrieval(study, own)
-    if record is not None:
-        record.rows += own.rows
-        record.weighed += own.weighed
+    own.pass_to(record)
     lines.append(own.holm_line())
     return "\n".join(lines)
 

@@ -384,8 +384,6 @@ def table(study_dir, papers, record=None):
     for paper in papers:
         lines += paper.finetune_budget(study, own)
     lines += secondary_rows(study)
-    if record is not None:
-        record.rows += own.rows
-        record.weighed += own.weighed
+    own.pass_to(record)
     lines.append(own.holm_line())
     return "\n".join(lines)

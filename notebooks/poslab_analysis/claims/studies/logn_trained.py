@@ -287,9 +287,7 @@ def table(study_dir, papers, record=None):
     for paper in papers:
         lines += paper.logn_trained(study, own)
     lines += secondary_rows(study)
-    if record is not None:
-        record.rows += own.rows
-        record.weighed += own.weighed
+    own.pass_to(record)
     lines.append(reproduction_line(study))
     lines.append(sinks_line(study))
     lines.append(own.holm_line())

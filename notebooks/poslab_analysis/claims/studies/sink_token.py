@@ -216,9 +216,7 @@ def table(study_dir, papers, record=None):
     own = Tally()  # this table's verdicts, for its Holm line; then the caller's count
     for paper in papers:
         lines += paper.sink_token(study, own)
-    if record is not None:
-        record.rows += own.rows
-        record.weighed += own.weighed
+    own.pass_to(record)
     lines.append("\nSink diagnostic (poslab sinks: mean attention on key 0 over the second half "
                  "of each window of L bytes; its split and windows named), per gated seed: "
                  + "; ".join(f"{base}: {study.diagnostic_text(base)}" for base in BASES) + ".")
