@@ -32,8 +32,7 @@ SCALING_COLOURS = {"none": "#222222", "linear": "#1f77b4", "ntk": "#ff7f0e", "ya
 # frequencies: a panel of their own in extension_loss_vs_length.
 POSITION_MAPS = ("self_extend", "rerope", "leaky_rerope")
 # A method's second, third ... variant in the study: another line style and marker.
-LINE_STYLES = ("-", "--", ":", "-.")
-MARKERS = ("o", "s", "^", "D", "v", "P")
+LINE_STYLES, MARKERS = plots.LINE_STYLES, plots.MARKERS  # one sequence for every figure
 
 
 
