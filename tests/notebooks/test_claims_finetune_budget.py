@@ -236,6 +236,25 @@ class FinetuneBudgetTable(unittest.TestCase):
         self.assertIn("**Curves that do not end at their planned steps: ft_none seed 112 ends "
                       "at step 2,000, planned 2,500.**", table)
 
+    def test_the_second_round_gets_this_table_and_names_its_protocol(self):
+        self.assertEqual(tables.kind_of("results/finetune_budget2"), "finetune_budget")
+        self.assertEqual(tables.kind_of("/tmp/x/finetune_budget2-smoke/"), "finetune_budget")
+        self.assertIsNone(tables.kind_of("results/pilots/finetune_budget2"))
+        table, _ = self.table()
+        self.assertIn("Protocol: experiments/finetune_budget.protocol.md.", table)
+        with tempfile.TemporaryDirectory() as tmp:
+            study = os.path.join(tmp, "finetune_budget2")
+            os.makedirs(study)
+            planted_study(study)
+            with open(os.path.join(study, "study.toml")) as f:
+                text = f.read().replace('name = "finetune_budget"', 'name = "finetune_budget2"')
+            with open(os.path.join(study, "study.toml"), "w") as f:
+                f.write(text)
+            second = tables.claims_table(study)
+        self.assertIn("Protocol: experiments/finetune_budget2.protocol.md.", second)
+        self.assertEqual(second.replace("finetune_budget2.protocol", "finetune_budget.protocol"),
+                         table)
+
     def test_claims_py_prints_the_table(self):
         with tempfile.TemporaryDirectory() as tmp:
             study = os.path.join(tmp, "finetune_budget")

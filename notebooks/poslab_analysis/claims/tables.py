@@ -35,6 +35,10 @@ PAPERS = {
     "finetune_budget": "chen2023 peng2023 zhu2023",
     "logn_trained": "chiang2022",
 }
+# Later rounds of a study: a study file that amends an earlier one's protocol (a new recipe,
+# fresh seeds; the claims, arms and rules unchanged) gets the first round's table, read from its
+# own results. results/finetune_budget2 is finetune_budget's second round (issue 48).
+ROUNDS = {"finetune_budget2": "finetune_budget"}
 # The order of the studies in the count per paper (summary_table). The PoSE study is not counted:
 # it has one seed, so its verdicts are inconclusive by rule until it has more.
 COUNTED = ("lm_extrapolation", "length_generalization", "state_reuse", "context_extension")
@@ -47,14 +51,18 @@ def papers_of(kind):
 
 
 def kind_of(study_dir):
-    """The kind of study of a directory by its name, or None: lm_extrapolation* (any suffix), or
-    KIND and KIND-SUFFIX (a smoke run) for the others. A pilot (results/pilots/NAME) has none,
+    """The kind of study of a directory by its name, or None: lm_extrapolation* (any suffix), a
+    later round's name (ROUNDS) and its smoke run, or KIND and KIND-SUFFIX (a smoke run) for the
+    others. A pilot (results/pilots/NAME) has none,
     even when it bears a study's name (results/pilots/sink_token): it is not a study result."""
     name = os.path.basename(study_dir.rstrip("/"))
     if os.path.basename(os.path.dirname(os.path.abspath(study_dir.rstrip("/")))) == "pilots":
         return None
     if name.startswith("lm_extrapolation"):
         return "lm_extrapolation"
+    for later, kind in ROUNDS.items():
+        if name == later or name.startswith(later + "-"):
+            return kind
     for kind in STUDIES:
         if name == kind or name.startswith(kind + "-"):
             return kind

@@ -1,6 +1,7 @@
 """Retrieval against the fine-tuning budget (experiments/finetune_budget.toml and its protocol,
-experiments/finetune_budget.protocol.md; issue 48). Three RoPE bases (rope64_s48k, seeds
-111-113) trained at L = 64 bytes with half of their rows passkey instances; from each, fine-tunes
+experiments/finetune_budget.protocol.md; issue 48), and its second round
+(experiments/finetune_budget2.toml: lr 3e-4, 5,000 steps, seeds 131-133, the same claims and
+rules; tables.ROUNDS gives it this table). Three RoPE bases (rope64_s48k) trained at L = 64 bytes with half of their rows passkey instances; from each, fine-tunes
 at 256 with the passkey mix (ft_none, ft_pi_s4, ft_yarn_s4, ft_yarn_s8, and PoSE at 64 with ids
 covering 256: pose_pi_s4), the continuation control cont64 and the step-0 reads zs_*.
 
@@ -151,9 +152,10 @@ class Study:
 
     def area(self, variant, length=TARGET):
         """"area: the area under the curve of greedy exact match at 256 (mean over the 5
-        depths) against steps, divided by 2,500": budget_curve.summary's area_per_step (each
-        read weighted by the steps since the previous one, the first read's value standing from
-        step 0, divided by the last read's step: 2,500 in the study)."""
+        depths) against steps, divided by 2,500" (round 2: by 5,000, its budget):
+        budget_curve.summary's area_per_step (each read weighted by the steps since the previous
+        one, the first read's value standing from step 0, divided by the last read's step: the
+        budget for a finished fine-tune; budget_note warns when it is not)."""
         return self._curve_stat(variant, length, "area_per_step")
 
     def first_at_gate(self, variant, length=TARGET):
@@ -161,7 +163,7 @@ class Study:
         return self._curve_stat(variant, length, "first_mean_at_gate")
 
     def last_step(self, variant, length=TARGET):
-        """The step of the curve's last read (2,500 for a finished fine-tune)."""
+        """The step of the curve's last read (the budget for a finished fine-tune)."""
         return self._curve_stat(variant, length, "last_step")
 
     def final(self, variant, length):
@@ -349,7 +351,7 @@ def secondary_rows(study):
 
 def budget_note(study):
     """A warning when a fine-tune's curve does not end at its planned steps (the area is divided
-    by the last read's step, the protocol's 2,500): empty when every curve does, and for a
+    by the last read's step, the protocol's budget): empty when every curve does, and for a
     smoke run (its steps are the [smoke] section's, not the study file's)."""
     if study.smoke or study.variants is None:
         return ""
@@ -368,13 +370,24 @@ def secondary(what, measured):
     return f"| (secondary) {what} | | not a claim | {measured} | reported, no rule | (no verdict) |"
 
 
+def protocol_line(study):
+    """Which protocol the table applies: the study file's name (study.toml's [study] name), so a
+    later round's table names its amendment."""
+    path = os.path.join(study.dir, "study.toml")
+    name = "finetune_budget"
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            name = tomllib.load(f).get("study", {}).get("name", name)
+    return f"Protocol: experiments/{name}.protocol.md. "
+
+
 def table(study_dir, papers, record=None):
-    """The claims table: the gate line, the control line, the papers' rows
+    """The claims table: the protocol, the gate line, the control line, the papers' rows
     (paper.finetune_budget(study, record) -> lines), the secondary rows and the Holm line."""
     study = Study(study_dir)
     intro = (("SMOKE RUN (tiny models, a few steps): the numbers test the code, not the claims. "
               if study.smoke else "")
-             + f"{gate_line(study)}. {control_line(study)} Retrieval: passkey greedy exact match, "
+             + protocol_line(study) + f"{gate_line(study)}. {control_line(study)} Retrieval: passkey greedy exact match, "
              f"mean over the {DEPTHS} depths; curves on the validation split (area, first read), "
              f"final reads and loss on the {study.final_split()} split; mean and 95% t interval "
              "over the passing base "
