@@ -255,6 +255,55 @@ class FinetuneBudgetTable(unittest.TestCase):
         self.assertEqual(second.replace("finetune_budget2.protocol", "finetune_budget.protocol"),
                          table)
 
+    def renamed(self, tmp, name, **plant):
+        """The planted study under the study name `name` (its study.toml's [study] name)."""
+        study = os.path.join(tmp, name)
+        os.makedirs(study)
+        planted_study(study, **plant)
+        with open(os.path.join(study, "study.toml")) as f:
+            text = f.read().replace('name = "finetune_budget"', f'name = "{name}"')
+        with open(os.path.join(study, "study.toml"), "w") as f:
+            f.write(text)
+        return study
+
+    def test_the_third_round_judges_the_control_on_means(self):
+        self.assertEqual(tables.kind_of("results/finetune_budget3"), "finetune_budget")
+        with tempfile.TemporaryDirectory() as tmp:
+            # One cell at 0.80 (depth 0.25, step 1,500): the cell rule fails, the read's mean
+            # over depths is 0.96 and depth 0.25's mean over the reads 0.96: the means rule keeps.
+            study = fb.Study(self.renamed(tmp, "finetune_budget3", control_dip=(112, 1500, 0.8)))
+            self.assertEqual(study.control_rule, "means")
+            self.assertEqual(study.control[112], ("kept", None))
+            table = tables.claims_table(study.dir)
+            self.assertIn("Protocol: experiments/finetune_budget3.protocol.md.", table)
+            self.assertIn("every read's mean over the depths and every depth's mean over the reads "
+                          ">= 0.9): kept for seed 111, 112, 113.", table)
+            self.assertEqual(self.verdict_of(table, 1), "agree")
+            cells = fb.Study(self.renamed(tmp, "finetune_budget2", control_dip=(112, 1500, 0.8)))
+            self.assertEqual(cells.control_rule, "cells")
+            self.assertEqual(cells.control[112][0], "failed")
+            # Every depth of one read at 0.85: that read's mean fails the means rule.
+            path = os.path.join(study.dir, "passkey_curve.csv")
+            curve = pd.read_csv(path)
+            curve.loc[(curve["variant"] == "cont64") & (curve["train.seed"] == 112)
+                      & (curve["step"] == 2000), "greedy_exact_match"] = 0.85
+            curve.to_csv(path, index=False)
+            study = fb.Study(study.dir)
+            self.assertEqual(study.control[112], (
+                "failed", "cont64 of seed 112 at 64: its read at step 2,000 averages 0.850 over "
+                "the depths; 1 of 5 reads after step 250 below 0.9"))
+            # One depth at 0.5 on every read from 1,000: the reads average 0.9, depth 1 0.6.
+            curve = pd.read_csv(path)
+            curve.loc[(curve["variant"] == "cont64") & (curve["train.seed"] == 113)
+                      & (curve["depth"] == 1.0) & (curve["step"] >= 1000),
+                      "greedy_exact_match"] = 0.5
+            curve.to_csv(path, index=False)
+            verdict, why = fb.Study(study.dir).control[113]
+            self.assertEqual(verdict, "failed")
+            self.assertEqual(why, "cont64 of seed 113 at 64: its reads at depth 1 average 0.600")
+            self.assertIn("inconclusive (continuation control failed", self.verdict_of(
+                tables.claims_table(study.dir), 1))
+
     def test_claims_py_prints_the_table(self):
         with tempfile.TemporaryDirectory() as tmp:
             study = os.path.join(tmp, "finetune_budget")

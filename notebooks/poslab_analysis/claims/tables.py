@@ -37,8 +37,9 @@ PAPERS = {
 }
 # Later rounds of a study: a study file that amends an earlier one's protocol (a new recipe,
 # fresh seeds; the claims, arms and rules unchanged) gets the first round's table, read from its
-# own results. results/finetune_budget2 is finetune_budget's second round (issue 48).
-ROUNDS = {"finetune_budget2": "finetune_budget"}
+# own results. results/finetune_budget2 and 3 are finetune_budget's second and third rounds
+# (issue 48; the third judges its control by another rule: finetune_budget.CONTROL_RULES).
+ROUNDS = {"finetune_budget2": "finetune_budget", "finetune_budget3": "finetune_budget"}
 # The order of the studies in the count per paper (summary_table). The PoSE study is not counted:
 # it has one seed, so its verdicts are inconclusive by rule until it has more.
 COUNTED = ("lm_extrapolation", "length_generalization", "state_reuse", "context_extension")
