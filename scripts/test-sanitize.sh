@@ -12,8 +12,12 @@
 # Also left out (CI's 30 minutes: 1,792 s on a fresh clone of 3d70199, 8 s to spare): the
 # [threads] cases again under two forced BLAS kernels (threads_kernel_own, threads_kernel_haswell:
 # 13 s each here; the same C++ as the [threads] cases this stage runs, only OpenBLAS's kernel
-# differs, and both run in the release build) and the docs checker's self-test
-# (docs_check_self_test, 13 s: it tests the Python checker, which the release build runs).
+# differs, and both run in the release build), the docs checker's self-test
+# (docs_check_self_test, 13 s: it tests the Python checker, which the release build runs) and the
+# docs checker itself (docs_true, 37 s under ASan on a fresh clone of 6faac2f: it compares the
+# docs with the committed results and runs `poslab ... --help` and the describe tables, all of
+# which the release build's run checks the same way; the binary's option parsing and describe
+# code run under the sanitizers in their own Catch2 cases).
 # UBSan runs without its `null` and `alignment` checks (CMakeLists.txt says why).
 # scripts/test.sh (the README's test command, run by .ci/run) calls this; it expects
 # scripts/setup.sh to have installed the packages.
@@ -31,5 +35,5 @@ export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
 # checks every entry.
 export POSLAB_GRADCHECK_STRIDE=8
 ctest --preset sanitize -LE '^python$' \
-  -E '^(studies_smoke|notebooks_execute|bad_inputs_fuzz|docs_check_self_test|threads_kernel_own|threads_kernel_haswell|poslab train stopped by SIGTERM and resumed.*)$'
+  -E '^(studies_smoke|notebooks_execute|bad_inputs_fuzz|docs_check_self_test|docs_true|threads_kernel_own|threads_kernel_haswell|poslab train stopped by SIGTERM and resumed.*)$'
 echo "test-sanitize: passed in $((SECONDS - start)) s"
