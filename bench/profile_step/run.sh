@@ -7,6 +7,11 @@
 # (times do not). One thread, so the OpenMP runtime's waiting does not count.
 #
 #   bash bench/profile_step/run.sh studies|reference [STEPS] [POSLAB]     (POSLAB: build/poslab)
+#
+# BY_CALLER=1 also records the call stacks (perf's dwarf unwinding, 2,000 samples a second) and
+# adds a table of who calls the products (bench/profile_step/by_caller.py): attention's forward
+# and backward, the linear layers', the rest; each split into OpenBLAS's kernel, its packing, its
+# zeroing of C and poslab's own code. Samples whose stack could not be unwound are counted apart.
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 size=${1:?usage: run.sh studies|reference [STEPS] [POSLAB]}
@@ -18,7 +23,11 @@ case $size in
   *) echo "size must be studies or reference" >&2; exit 2 ;;
 esac
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-perf record -q -e cpu-clock -F 4000 -o "$tmp/perf.data" "$poslab" train \
+record=(-F 4000) norandom=()
+# Call stacks unwind through OpenBLAS only in some address layouts: BY_CALLER runs without address
+# randomisation (setarch -R), where they did in every try.
+[[ ${BY_CALLER:-0} == 1 ]] && record=(-F 2000 --call-graph dwarf,16384) norandom=(setarch -R)
+perf record -q -e cpu-clock "${record[@]}" -o "$tmp/perf.data" "${norandom[@]}" "$poslab" train \
   --config "$repo/experiments/quickstart.toml" --out "$tmp/run" --set train.steps="$steps" \
   --set train.log_every="$steps" --set eval.batches=1 --set memory.mem_len=0 \
   --set train.threads=1 "${args[@]}" > "$tmp/train.log" 2>&1
@@ -51,3 +60,6 @@ print(f"{other:6.1f}%  everything else")
 print("top functions:")
 for p, s in sorted(rows, reverse=True)[:12]: print(f"{p:6.2f}%  {s[:110]}")
 '
+if [[ ${BY_CALLER:-0} == 1 ]]; then
+  perf script -i "$tmp/perf.data" -F ip,sym 2>/dev/null | python3 "$repo/bench/profile_step/by_caller.py"
+fi
