@@ -286,14 +286,19 @@ def read_curve(study_dir):
     return curve
 
 
+def study_file(study_dir):
+    """STUDY/study.toml (the copy of the study file `poslab run` keeps), parsed; {} without it."""
+    path = os.path.join(study_dir, "study.toml")
+    if not os.path.exists(path):
+        return {}
+    with open(path, "rb") as f:
+        return tomllib.load(f)
+
+
 def planned_seeds(study_dir):
     """The base seeds the study file sweeps ([sweep] "train.seed" of STUDY/study.toml), or None
     without the file: the gate line counts the bases against them, finished or not."""
-    path = os.path.join(study_dir, "study.toml")
-    if not os.path.exists(path):
-        return None
-    with open(path, "rb") as f:
-        values = tomllib.load(f).get("sweep", {}).get("train.seed")
+    values = study_file(study_dir).get("sweep", {}).get("train.seed")
     return sorted(int(v) for v in values) if values else None
 
 
@@ -402,11 +407,7 @@ def secondary(what, measured):
 def study_name(study_dir):
     """The study file's name (STUDY/study.toml's [study] name; "finetune_budget" without the
     file): it names the protocol the table applies and picks the control's rule."""
-    path = os.path.join(study_dir, "study.toml")
-    if not os.path.exists(path):
-        return "finetune_budget"
-    with open(path, "rb") as f:
-        return tomllib.load(f).get("study", {}).get("name", "finetune_budget")
+    return study_file(study_dir).get("study", {}).get("name", "finetune_budget")
 
 
 def protocol_line(study):
