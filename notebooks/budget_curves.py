@@ -92,13 +92,24 @@ def self_test():
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("study_dir", nargs="?")
-    parser.add_argument("--runs", default=None)
-    parser.add_argument("--extra", action="append", default=[])
-    parser.add_argument("--gate", type=float, default=0.9)
-    parser.add_argument("--out", default="budget_curves")
-    parser.add_argument("--self-test", action="store_true")
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0].replace("\n", " "))
+    parser.add_argument("study_dir", nargs="?",
+                        help="a study's results folder holding passkey_curve.csv (`poslab run` "
+                             "collects it); the figure, NAME.csv and NAME_summary.csv go there")
+    parser.add_argument("--runs", default=None, metavar="REGEX",
+                        help="only the runs whose name (the csv's `run` column, e.g. "
+                             "'ft_pi_s4,train.seed=142') matches this regular expression; "
+                             "default: every run")
+    parser.add_argument("--extra", action="append", default=[], metavar="LABEL=CSV",
+                        help="also draw one run's own RUN/passkey_curve.csv as LABEL (a run "
+                             "outside the study or still training); repeatable")
+    parser.add_argument("--gate", type=float, default=0.9,
+                        help="the retrieval level drawn dashed and used for the first crossings (default 0.9)")
+    parser.add_argument("--out", default="budget_curves", metavar="NAME",
+                        help="file name (no folder) of the outputs, written into STUDY_DIR (default budget_curves)")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check the statistics on planted curves and exit")
     args = parser.parse_args(argv[1:])
     if args.self_test:
         self_test()

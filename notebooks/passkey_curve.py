@@ -151,7 +151,9 @@ def self_test():
 
 
 def main(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    # The whole docstring is the help: it says what each option does and what is written.
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("study_dir", nargs="?")
     parser.add_argument("--runs", default=None)
     parser.add_argument("--metric", default="greedy_exact_match", choices=METRICS)
