@@ -189,7 +189,8 @@ def run_table(study_dir, summary, planned):
 
 def build(study_dir, out_dir, planned):
     # the protocol's gate, as the claims table and the figures apply it
-    summary = protocol_gates.apply(read_summary(os.path.join(study_dir, "summary.csv")))[0]
+    summary = protocol_gates.apply(read_summary(os.path.join(study_dir, "summary.csv")),
+                                   study_dir)[0]
     name = os.path.basename(os.path.normpath(study_dir))
     study_name = str(summary["study"].iloc[0]) if "study" in summary and len(summary) else name
 

@@ -330,5 +330,72 @@ class FinetuneBudgetTable(unittest.TestCase):
                          "parent, then step, factor, seq_len, depth, ...)?")
 
 
+def main_rows(directory, runner_fails=()):
+    """Add the `main` rows the runner writes (one per run: parent, loss, bigram baseline, its
+    loss gate in_distribution_ok) to the planted summary.csv; runner_fails: runs whose
+    in_distribution_ok is false."""
+    path = os.path.join(directory, "summary.csv")
+    summary = pd.read_csv(path)
+    runs = summary.drop_duplicates("run")[["study", "run", "train.seed", "variant"]]
+    main = runs.assign(kind="main", seq_len=64, split="test", loss=1.3, bigram_loss=2.4,
+                       in_distribution_ok=~runs["run"].isin(runner_fails),
+                       parent=[("" if v == "rope64_s48k" else f"rope64_s48k,train.seed={s}")
+                               for v, s in zip(runs["variant"], runs["train.seed"])])
+    pd.concat([summary, main], ignore_index=True).to_csv(path, index=False)
+
+
+class TheFiguresFollowTheGate(unittest.TestCase):
+    """reading/protocol_gates.py's PasskeyCurveGate: what every reader of summary.csv (the
+    figures, summary_ci.csv, the report) drops is what the table's gate drops, on top of the
+    runner's loss gate."""
+
+    def gated(self, drop_curve=False, **main):
+        from poslab_analysis.reading import study_files
+        with tempfile.TemporaryDirectory() as tmp:
+            study = os.path.join(tmp, "finetune_budget")
+            os.makedirs(study)
+            planted_study(study)
+            main_rows(study, **main)
+            if drop_curve:
+                os.remove(os.path.join(study, "passkey_curve.csv"))
+            summary, why = study_files.read_gated_summary(study)
+        ok = summary.drop_duplicates("run").set_index("run")["in_distribution_ok"]
+        return ok, why
+
+    def test_the_failing_base_and_its_fine_tunes_are_dropped(self):
+        ok, why = self.gated()
+        base = f"rope64_s48k,train.seed={FAILING}"
+        self.assertEqual(why[base], "passkey gate: its last read (step 48,000) is 0.60 at "
+                                    "depth 0.5 < 0.9")
+        for arm in list(CURVES) + ["cont64", "zs_none"]:
+            self.assertEqual(why[f"{arm},train.seed={FAILING}"], f"its parent {base} was dropped")
+            self.assertFalse(ok[f"{arm},train.seed={FAILING}"])
+        self.assertEqual(sorted(r for r in why if not r.endswith(str(FAILING))), [])
+        self.assertTrue(ok["ft_pi_s4,train.seed=111"] and ok["rope64_s48k,train.seed=111"])
+
+    def test_the_runners_loss_gate_still_drops(self):
+        ok, why = self.gated(runner_fails=("zs_none,train.seed=111",))
+        self.assertFalse(ok["zs_none,train.seed=111"])
+        self.assertIn("the runner's loss gate", why["zs_none,train.seed=111"])
+        self.assertTrue(ok["zs_pi_s4,train.seed=111"])
+
+    def test_without_curves_no_base_passes(self):
+        ok, why = self.gated(drop_curve=True)
+        self.assertEqual(why["rope64_s48k,train.seed=111"],
+                         "passkey gate: no passkey curve read at 64")
+        self.assertFalse(ok.any())
+
+    def test_the_gate_needs_the_study_folder(self):
+        from poslab_analysis.reading import protocol_gates
+        with tempfile.TemporaryDirectory() as tmp:
+            study = os.path.join(tmp, "finetune_budget")
+            os.makedirs(study)
+            planted_study(study)
+            main_rows(study)
+            summary = pd.read_csv(os.path.join(study, "summary.csv"))
+        with self.assertRaisesRegex(ValueError, "reads STUDY/passkey_curve.csv: pass the study"):
+            protocol_gates.apply(summary)
+
+
 if __name__ == "__main__":
     unittest.main()

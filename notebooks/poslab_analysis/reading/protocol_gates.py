@@ -8,13 +8,19 @@ context_extension_retrieval.protocol.md, "Gate"). Such a gate is registered here
 study's name, and `apply` turns it into the same column, so that every reader of summary.csv
 (the figures, summary_ci.csv, the report, the claims tables) drops the same runs:
 
-    summary, why = apply(summary)   # in_distribution_ok: the protocol's gate;
-                                    # why: {run: reason} of every run it drops
+    summary, why = apply(summary, study_dir)   # in_distribution_ok: the protocol's gate;
+                                               # why: {run: reason} of every run it drops
+
+(A gate that reads the retrieval curves gathered during training, PasskeyCurveGate, finds them
+in STUDY/passkey_curve.csv: hence the study folder.)
 
 `study_files.read_summary` and `study_files.load` call it, so code that reads a study through
 them never sees an ungated summary by accident.
 """
+import os
 from dataclasses import dataclass
+
+import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,61 @@ class SeedLossGate:
         return why
 
 
+def last_read_fails(rows, length, threshold, depths):
+    """The fine-tuning budget protocol's test of one base's passkey curve (rows of
+    STUDY/passkey_curve.csv of that run at `length` bytes, at least one): "a base passes when
+    the last read of its curve is >= 0.9 greedy exact match at L at every depth". Returns (step
+    of the last read, why it fails or None). claims/studies/finetune_budget.py's table says the
+    same words."""
+    step = int(rows["step"].max())
+    last = rows[rows["step"] == step]  # the LAST read: one row per depth
+    if last["depth"].nunique() < depths:
+        return step, f"its last read (step {step:,}) covers {last['depth'].nunique()} of " \
+                     f"{depths} depths"
+    worst = last.loc[last["greedy_exact_match"].fillna(-1.0).idxmin()]  # NaN counts as worst
+    if not worst["greedy_exact_match"] >= threshold:  # NaN fails
+        return step, (f"its last read (step {step:,}) is {worst['greedy_exact_match']:.2f} at "
+                      f"depth {worst['depth']:g} < {threshold}")
+    return step, None
+
+
+@dataclass(frozen=True)
+class PasskeyCurveGate:
+    """The fine-tuning budget studies' gate (experiments/finetune_budget.protocol.md, "Gate";
+    rounds 2 and 3 keep it): a base (a run without a parent) counts if the last read of its
+    validation passkey curve (STUDY/passkey_curve.csv, read during training) at `length` bytes
+    is >= `threshold` greedy exact match at every one of its `depths` depths; a fine-tune counts
+    if its parent counts. It only adds drops to the runner's loss gate, which stays as it is:
+    the zero-shot reads at 4L (a base read with no scaling or PI's at 256 bytes) fail that one
+    and were left out of the figures before this gate was registered, as they are now."""
+    length: int        # the bases' training length, bytes
+    threshold: float   # greedy exact match at every depth of the last read
+    depths: int        # how many depths the last read must cover
+    loss_only_kinds: str = ""  # every row of a run follows the run (see RetrievalGate)
+    reads_curve = True  # apply() hands it STUDY/passkey_curve.csv (not a dataclass field)
+
+    def dropped(self, summary, retrieval=True, curve=None):
+        """{run: why} of every run this gate drops (`retrieval` is RetrievalGate's; unused)."""
+        main = summary[summary["kind"] == "main"].drop_duplicates("run")
+        ok = main["in_distribution_ok"].astype(str).str.strip().str.lower() == "true"
+        why = {row["run"]: (f"the runner's loss gate: test loss at {int(row['seq_len'])} "
+                            f"{row['loss']:.3f} not below the bigram baseline "
+                            f"{row['bigram_loss']:.3f}") for _, row in main[~ok].iterrows()}
+        stage1 = main["parent"].isna() | (main["parent"].astype(str) == "")
+        at_length = (curve[curve["seq_len"] == self.length] if curve is not None and len(curve)
+                     else pd.DataFrame(columns=["run", "step", "depth", "greedy_exact_match"]))
+        for run in main.loc[stage1, "run"]:
+            rows = at_length[at_length["run"] == run]
+            fails = (f"no passkey curve read at {self.length}" if rows.empty else
+                     last_read_fails(rows, self.length, self.threshold, self.depths)[1])
+            if fails:
+                why[run] = f"passkey gate: {fails}"
+        for _, row in main[~stage1].iterrows():
+            if row["parent"] in why and row["run"] not in why:
+                why[row["run"]] = f"its parent {row['parent']} was dropped"
+        return why
+
+
 # study name (summary.csv's "study" column) -> its protocol's gate
 PROTOCOL_GATES = {
     "context_extension_retrieval": RetrievalGate(length=64, threshold=0.9, depths=5),
@@ -118,6 +179,10 @@ PROTOCOL_GATES = {
                                                loss_only_kinds="stream_"),
     "sink_token": LossGate(),
     "logn_trained": SeedLossGate(),
+    # The three rounds of the fine-tuning budget study (issue 48): bases gated on their curve.
+    "finetune_budget": PasskeyCurveGate(length=64, threshold=0.9, depths=5),
+    "finetune_budget2": PasskeyCurveGate(length=64, threshold=0.9, depths=5),
+    "finetune_budget3": PasskeyCurveGate(length=64, threshold=0.9, depths=5),
 }
 
 
@@ -128,19 +193,38 @@ def gate_of(summary):
     return PROTOCOL_GATES.get(str(summary["study"].iloc[0]))
 
 
-def apply(summary):
+def passkey_curve(study_dir):
+    """STUDY/passkey_curve.csv (what a PasskeyCurveGate reads), or None without one (then no
+    base passes that gate)."""
+    path = os.path.join(study_dir, "passkey_curve.csv")
+    return pd.read_csv(path) if os.path.exists(path) else None
+
+
+def _dropped(gate, summary, study_dir, retrieval=True):
+    """gate.dropped, with STUDY/passkey_curve.csv for a gate that reads it."""
+    if not getattr(gate, "reads_curve", False):
+        return gate.dropped(summary, retrieval)
+    if study_dir is None:
+        raise ValueError(f"the protocol gate of study {summary['study'].iloc[0]!r} reads "
+                         "STUDY/passkey_curve.csv: pass the study folder (apply(summary, "
+                         "study_dir))")
+    return gate.dropped(summary, retrieval, curve=passkey_curve(study_dir))
+
+
+def apply(summary, study_dir=None):
     """(summary whose in_distribution_ok is the protocol's gate, {run: why} of the runs it
     drops). A study without a registered gate comes back unchanged, with no drops named (the
-    runner's loss gate is in its in_distribution_ok already)."""
+    runner's loss gate is in its in_distribution_ok already). study_dir: the study's folder,
+    needed by a gate that reads its passkey curves."""
     gate = gate_of(summary)
     if gate is None:
         return summary, {}
-    why = gate.dropped(summary)
+    why = _dropped(gate, summary, study_dir)
     summary = summary.copy()
     summary["in_distribution_ok"] = ~summary["run"].isin(why)  # the protocol's gate, whole
     if gate.loss_only_kinds:  # these rows: the loss gate (a) alone
         loss_only = summary["kind"].astype(str).str.startswith(gate.loss_only_kinds)
-        why_loss = gate.dropped(summary, retrieval=False)
+        why_loss = _dropped(gate, summary, study_dir, retrieval=False)
         summary.loc[loss_only, "in_distribution_ok"] = ~summary.loc[loss_only, "run"].isin(why_loss)
         streaming = set(summary.loc[loss_only, "run"])
         why = {run: (f"{reason}; its {gate.loss_only_kinds}* rows kept: they need only the loss "
@@ -149,11 +233,12 @@ def apply(summary):
     return summary, why
 
 
-def stream_dropped(summary):
+def stream_dropped(summary, study_dir=None):
     """The runs whose streaming rows (and loss along the stream) the protocol's gate drops: by
     the loss gate alone where the gate says streaming rows need only the loss, else every run it
     drops."""
     gate = gate_of(summary)
     if gate is None:
         return set()
-    return set(gate.dropped(summary, retrieval=not gate.loss_only_kinds.startswith("stream")))
+    return set(_dropped(gate, summary, study_dir,
+                        retrieval=not gate.loss_only_kinds.startswith("stream")))

@@ -74,7 +74,7 @@ def read_summary(study_dir):
 def read_gated_summary(study_dir):
     """(read_summary's table, {run: why} of the runs the protocol's gate drops; empty for a
     study without a registered gate)."""
-    return protocol_gates.apply(pd.read_csv(os.path.join(study_dir, "summary.csv")))
+    return protocol_gates.apply(pd.read_csv(os.path.join(study_dir, "summary.csv")), study_dir)
 
 
 def protocol_dropped(study_dir):
@@ -87,14 +87,15 @@ def protocol_dropped(study_dir):
 
 def read_run_table(study_dir, *names, dropped_by=None):
     """The first of STUDY/NAME that exists, without the runs the protocol's gate drops, or
-    None. dropped_by(summary) -> runs: another reading of the gate (streaming rows)."""
+    None. dropped_by(summary, study_dir) -> runs: another reading of the gate (streaming
+    rows)."""
     for name in names:
         path = os.path.join(study_dir, name)
         if os.path.exists(path):
             table = pd.read_csv(path)
             summary_path = os.path.join(study_dir, "summary.csv")
             dropped = (protocol_dropped(study_dir) if dropped_by is None
-                       else dropped_by(pd.read_csv(summary_path))
+                       else dropped_by(pd.read_csv(summary_path), study_dir)
                        if os.path.exists(summary_path) else set())
             return table[~table["run"].isin(dropped)] if dropped else table
     return None

@@ -28,7 +28,7 @@ import tomllib
 import pandas as pd
 
 from poslab_analysis.claims.rules import Tally, fmt, table_head, tally, unless, verdict
-from poslab_analysis.reading import study_files
+from poslab_analysis.reading import protocol_gates, study_files
 from poslab_analysis.statistics import budget_curve, seeds
 
 L = 64                # the bases' training length, bytes
@@ -52,16 +52,9 @@ def base_gate(curve, seed):
                  & (curve["seq_len"] == L)]
     if rows.empty:
         return None, f"no curve read of {BASE} at {L}"
-    step = int(rows["step"].max())
-    last = rows[rows["step"] == step]  # the LAST read: one row per depth
-    if last["depth"].nunique() < DEPTHS:
-        return step, f"its last read (step {step:,}) covers {last['depth'].nunique()} of " \
-                     f"{DEPTHS} depths"
-    worst = last.loc[last["greedy_exact_match"].fillna(-1.0).idxmin()]  # NaN counts as worst
-    if not worst["greedy_exact_match"] >= GATE:  # NaN fails
-        return step, (f"its last read (step {step:,}) is {worst['greedy_exact_match']:.2f} at "
-                      f"depth {worst['depth']:g} < {GATE}")
-    return step, None
+    # The same test drops the failing bases and their fine-tunes from the figures and
+    # summary_ci.csv (reading/protocol_gates.py's PasskeyCurveGate).
+    return protocol_gates.last_read_fails(rows, L, GATE, DEPTHS)
 
 
 # The control's rule, per round (the study file's name; a name not listed: "cells").
