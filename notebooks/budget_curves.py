@@ -4,7 +4,7 @@ runs in one panel per length in bytes, so that "which arm retrieves at sL after 
 reads off one picture. (notebooks/passkey_curve.py draws each run with its depths instead.)
 
     /usr/bin/python3 notebooks/budget_curves.py STUDY_DIR [--runs REGEX] [--extra LABEL=CSV ...]
-                                                 [--gate G] [--out NAME]
+                                                 [--until STEP] [--gate G] [--out NAME]
     /usr/bin/python3 notebooks/budget_curves.py --self-test
 
 --extra adds the curve of one run from its own RUN/passkey_curve.csv (a run outside the study,
@@ -104,6 +104,10 @@ def main(argv):
     parser.add_argument("--extra", action="append", default=[], metavar="LABEL=CSV",
                         help="also draw one run's own RUN/passkey_curve.csv as LABEL (a run "
                              "outside the study or still training); repeatable")
+    parser.add_argument("--until", type=float, default=None, metavar="STEP",
+                        help="only the reads at steps <= STEP (e.g. an --extra run trained "
+                             "longer than the study's fine-tunes, cut to their budget); default: "
+                             "every read")
     parser.add_argument("--gate", type=float, default=0.9,
                         help="the retrieval level drawn dashed and used for the first crossings (default 0.9)")
     parser.add_argument("--out", default="budget_curves", metavar="NAME",
@@ -135,7 +139,12 @@ def main(argv):
     if not parts or all(p.empty for p in parts):
         raise SystemExit(f"budget_curves.py: error: no curve rows ({path} missing or no run "
                          "matches, and no --extra)")
-    reads = per_read(pd.concat(parts, ignore_index=True))
+    rows = pd.concat(parts, ignore_index=True)
+    if args.until is not None:
+        rows = rows[rows["step"] <= args.until]
+        if rows.empty:
+            raise SystemExit(f"budget_curves.py: error: no read at a step <= {args.until:g}")
+    reads = per_read(rows)
     base = os.path.join(args.study_dir, args.out)
     reads.to_csv(base + ".csv", index=False)
     summary(reads, args.gate).to_csv(base + "_summary.csv", index=False)
